@@ -1,0 +1,29 @@
+"""urlguard: strict validation of the raw request URL, at the edge.
+
+The raw request target is split into path segments and query pairs before
+percent-decoding, each piece is decoded as strict UTF-8 and checked against
+the application's allowed characters, and the target is either rejected with
+one rule code or handed on with its decoded pieces. Nothing is normalized.
+
+    >>> import urlguard
+    >>> urlguard.parse_target(b"/caf%C3%A9/x?q=a+b").segments
+    ('café', 'x')
+
+The WSGI and ASGI middlewares live in ``urlguard.wsgi`` and ``urlguard.asgi``.
+"""
+
+from ._config import Config, config_from_mapping, load_config
+from ._errors import RULES, InvalidTarget
+from ._policy import Policy
+from ._target import Target, parse_target
+
+__all__ = [
+    "RULES",
+    "Config",
+    "InvalidTarget",
+    "Policy",
+    "Target",
+    "config_from_mapping",
+    "load_config",
+    "parse_target",
+]

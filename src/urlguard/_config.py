@@ -1,0 +1,134 @@
+"""One configuration format for the middleware and the command line.
+
+A TOML file, standalone or as ``[tool.urlguard]`` in ``pyproject.toml``::
+
+    preset = "strict"            # or "browser"
+    mode = "enforce"             # or "report" (middleware only)
+    max_segments = 64
+    allowed_ranges = [[0x20, 0x7E], [0xA0, 0xFF]]
+
+    [routes."/files/"]           # raw path prefix; longest prefix wins
+    encoded_slash = "keep"
+
+Every other top-level key is a :class:`~urlguard.Policy` field. A route's
+keys override the base policy. Unknown keys and bad values are refused with
+a message that names them; nothing is ignored silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from ._policy import DEFAULT_POLICY, Policy
+
+Mode = Literal["enforce", "report"]
+MODES: Final[tuple[str, ...]] = ("enforce", "report")
+PRESETS: Final[tuple[str, ...]] = ("strict", "browser")
+_TOP_LEVEL_KEYS: Final = frozenset(("preset", "mode", "routes"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """A base policy, per-route policies by raw path prefix, and a mode."""
+
+    policy: Policy = DEFAULT_POLICY
+    routes: tuple[tuple[str, Policy], ...] = ()
+    mode: Mode = "enforce"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.policy, Policy):
+            raise TypeError("Config.policy must be a urlguard.Policy")
+        if self.mode not in MODES:
+            raise ValueError(f"Config.mode must be one of {MODES!r}, not {self.mode!r}")
+        for prefix, policy in self.routes:
+            _check_prefix(prefix, "Config.routes")
+            if not isinstance(policy, Policy):
+                raise TypeError(f"Config.routes[{prefix!r}] must be a urlguard.Policy")
+
+
+def config_from_mapping(mapping: Mapping[str, Any], *, source: str = "configuration") -> Config:
+    """Build a :class:`Config` from a mapping shaped like the TOML file."""
+    if not isinstance(mapping, Mapping):
+        raise TypeError(f"{source}: expected a table of settings")
+    _refuse_unknown(mapping, _TOP_LEVEL_KEYS | set(Policy.FIELDS), source)
+    preset = mapping.get("preset", "strict")
+    if preset not in PRESETS:
+        raise ValueError(f"{source}: preset must be one of {PRESETS!r}, not {preset!r}")
+    mode = mapping.get("mode", "enforce")
+    if mode not in MODES:
+        raise ValueError(f"{source}: mode must be one of {MODES!r}, not {mode!r}")
+    overrides = {k: v for k, v in mapping.items() if k not in _TOP_LEVEL_KEYS}
+    base = Policy.browser() if preset == "browser" else DEFAULT_POLICY
+    policy = _policy(base, overrides, source)
+
+    routes_table = mapping.get("routes", {})
+    if not isinstance(routes_table, Mapping):
+        raise TypeError(f"{source}: routes must be a table of raw path prefixes")
+    routes: list[tuple[str, Policy]] = []
+    for prefix, route_overrides in routes_table.items():
+        where = f"{source} [routes.{prefix!r}]"
+        _check_prefix(prefix, where)
+        if not isinstance(route_overrides, Mapping):
+            raise TypeError(f"{where}: expected a table of policy settings")
+        _refuse_unknown(route_overrides, set(Policy.FIELDS), where)
+        routes.append((prefix, _policy(policy, route_overrides, where)))
+    return Config(policy=policy, routes=tuple(routes), mode=mode)
+
+
+def load_config(path: str | os.PathLike[str]) -> Config:
+    """Read a :class:`Config` from a TOML file, or from the ``[tool.urlguard]``
+    table of a ``pyproject.toml``."""
+    file = Path(path)
+    try:
+        with file.open("rb") as stream:
+            data = tomllib.load(stream)
+    except OSError as error:
+        raise ValueError(f"{file}: cannot read: {error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{file}: not valid TOML: {error}") from None
+    tool = data.get("tool")
+    if isinstance(tool, Mapping) and "urlguard" in tool:
+        return config_from_mapping(tool["urlguard"], source=f"{file} [tool.urlguard]")
+    if file.name == "pyproject.toml":
+        raise ValueError(f"{file}: has no [tool.urlguard] table")
+    return config_from_mapping(data, source=str(file))
+
+
+def _policy(base: Policy, overrides: Mapping[str, Any], where: str) -> Policy:
+    changes = dict(overrides)
+    if "allowed_ranges" in changes and isinstance(changes["allowed_ranges"], list):
+        # TOML has arrays, not tuples.
+        changes["allowed_ranges"] = tuple(
+            tuple(item) if isinstance(item, list) else item for item in changes["allowed_ranges"]
+        )
+    try:
+        return base.replace(**changes)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{where}: {error}") from None
+
+
+def _refuse_unknown(
+    mapping: Mapping[str, Any], known: set[str] | frozenset[str], where: str
+) -> None:
+    unknown = sorted(set(mapping) - known)
+    if unknown:
+        raise ValueError(
+            f"{where}: unknown key{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(map(repr, unknown))}; known keys: {', '.join(sorted(known))}"
+        )
+
+
+def _check_prefix(prefix: object, where: str) -> None:
+    if not isinstance(prefix, str) or not prefix.startswith("/"):
+        raise ValueError(
+            f"{where}: a route prefix must be a raw path starting with '/', not {prefix!r}"
+        )
+    if not prefix.isascii() or any(c in prefix for c in "?# \t\r\n"):
+        raise ValueError(
+            f"{where}: a route prefix must be a raw ASCII path without '?', '#' or spaces"
+        )

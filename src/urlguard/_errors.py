@@ -1,0 +1,99 @@
+"""The one error family: a rejected request target.
+
+An ``InvalidTarget`` names exactly one rule code (DESIGN.md section 2), where in the
+target it was found, and why, in words. Its message is built from those
+fields alone and never contains any of the input, so it is safe to log, to
+show, and to send back in a 400.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+Rule = Literal[
+    "too-long",
+    "too-many",
+    "fragment",
+    "bad-form",
+    "raw-char",
+    "malformed-escape",
+    "invalid-utf8",
+    "forbidden-char",
+    "encoded-slash",
+    "encoded-backslash",
+    "dot-segment",
+    "empty-segment",
+    "double-encoding",
+]
+Component = Literal["target", "path", "query"]
+
+#: Every rule code, in the order the parser applies them.
+RULES: Final[tuple[Rule, ...]] = (
+    "too-long",
+    "fragment",
+    "bad-form",
+    "raw-char",
+    "too-many",
+    "malformed-escape",
+    "encoded-slash",
+    "encoded-backslash",
+    "invalid-utf8",
+    "forbidden-char",
+    "dot-segment",
+    "empty-segment",
+    "double-encoding",
+)
+
+#: One line per rule: what was wrong, in words a client developer can act on.
+REASONS: Final[dict[Rule, str]] = {
+    "too-long": "the request target is longer than allowed",
+    "too-many": "the request target has too many path segments or query parameters",
+    "fragment": "the request target contains '#': fragments are never sent (RFC 9110 section 7.1)",
+    "bad-form": "the request target is neither origin-form nor http(s) absolute-form "
+    "(RFC 9112 section 3.2)",
+    "raw-char": "a character that must be percent-encoded appears raw (RFC 3986 section 2)",
+    "malformed-escape": "'%' is not followed by two hexadecimal digits (RFC 3986 section 2.1)",
+    "invalid-utf8": "percent-decoded bytes are not valid UTF-8 (RFC 3629)",
+    "forbidden-char": "a decoded character is outside the allowed range",
+    "encoded-slash": "a path segment contains an encoded '/' (%2F)",
+    "encoded-backslash": "a path segment contains an encoded '\\' (%5C)",
+    "dot-segment": "a path segment is '.' or '..' (RFC 3986 section 3.3)",
+    "empty-segment": "the path contains an empty segment ('//')",
+    "double-encoding": "a decoded path segment still contains a percent-escape",
+}
+
+
+class InvalidTarget(ValueError):
+    """The request target breaks one of urlguard's rules.
+
+    Attributes:
+        rule: the rule code, one of :data:`RULES` (``"invalid-utf8"``, ...).
+        component: ``"target"`` for rules about the whole target, else
+            ``"path"`` or ``"query"``.
+        index: the path segment or query pair (counting the non-empty ones)
+            where the problem is, or ``None`` for a rule about the whole target.
+        offset: the byte offset in the raw target where the problem starts.
+        reason: one line saying what is wrong, without any of the input.
+    """
+
+    rule: Rule
+    component: Component
+    index: int | None
+    offset: int
+    reason: str
+
+    def __init__(self, rule: Rule, component: Component, index: int | None, offset: int) -> None:
+        self.rule = rule
+        self.component = component
+        self.index = index
+        self.offset = offset
+        self.reason = REASONS[rule]
+        where = component if index is None else f"{component} {_piece(component)} {index}"
+        super().__init__(f"{rule}: {self.reason} ({where}, byte offset {offset})")
+
+    def __reduce__(self) -> tuple[type[InvalidTarget], tuple[Rule, Component, int | None, int]]:
+        return (type(self), (self.rule, self.component, self.index, self.offset))
+
+
+def _piece(component: Component) -> str:
+    return "segment" if component == "path" else "parameter"

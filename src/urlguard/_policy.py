@@ -1,0 +1,265 @@
+"""What an application accepts: one switch per rule, checked at construction.
+
+A ``Policy`` is a frozen value. Everything the parser needs from it (byte
+tables, the forbidden-character pattern, which fast paths are safe) is
+derived once, in ``__post_init__``, so that parsing never re-reads the
+configuration. Bad configuration raises ``TypeError`` or ``ValueError`` naming
+the key; nothing is coerced silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar, Final, Literal
+
+from . import _grammar as g
+
+RejectOrKeep = Literal["reject", "keep"]
+RejectOrAllow = Literal["reject", "allow"]
+PathParams = Literal["literal", "reject", "split"]
+
+_CHOICES: Final[dict[str, tuple[str, ...]]] = {
+    "encoded_slash": ("reject", "keep"),
+    "encoded_backslash": ("reject", "keep"),
+    "dot_segment": ("reject", "allow"),
+    "empty_segment": ("reject", "allow"),
+    "double_encoding": ("reject", "allow"),
+    "path_params": ("literal", "reject", "split"),
+}
+_LIMITS: Final = ("max_length", "max_segments", "max_params")
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    """The rules a request target must pass. ``Policy()`` is the strict default.
+
+    Every field is a switch for one rule of DESIGN.md §2:
+
+    - ``max_length`` (8192 bytes), ``max_segments`` (128), ``max_params``
+      (1000): rules ``too-long`` and ``too-many``.
+    - ``raw_path_extra`` / ``raw_query_extra``: printable ASCII characters
+      accepted raw beyond RFC 3986 (rule ``raw-char``); ``Policy.browser()``
+      sets them to what browsers send.
+    - ``encoded_slash``, ``encoded_backslash``: ``"reject"`` or ``"keep"``
+      (``%2F`` stays ``/`` inside the decoded segment).
+    - ``dot_segment``, ``empty_segment``, ``double_encoding``: ``"reject"``
+      or ``"allow"``.
+    - ``path_params``: ``"literal"`` (``;`` is data), ``"reject"`` (a raw
+      ``;`` in the path is a ``raw-char``), or ``"split"`` (matrix parameters,
+      ``/file;p=1`` is segment ``file`` with params ``(("p", "1"),)``).
+    - ``plus_as_space``: ``+`` in the query means space (form semantics).
+    - ``allowed_ranges``: ``None`` (all of Unicode) or inclusive code point
+      ranges, e.g. ``[(0x20, 0x7E), (0xA0, 0xFF)]`` for Latin-1 text only.
+      The default forbidden characters (controls, bidi controls, line
+      separators, noncharacters) stay forbidden either way.
+    - ``allow_chars``: characters accepted even so, e.g. ``"\\r\\n"`` for
+      textarea input sent in a query.
+
+    Example::
+
+        >>> from urlguard import Policy, parse_target
+        >>> parse_target(b"/units/kg%2Fs", Policy(encoded_slash="keep")).segments
+        ('units', 'kg/s')
+    """
+
+    max_length: int = 8192
+    max_segments: int = 128
+    max_params: int = 1000
+    raw_path_extra: str = ""
+    raw_query_extra: str = ""
+    encoded_slash: RejectOrKeep = "reject"
+    encoded_backslash: RejectOrKeep = "reject"
+    dot_segment: RejectOrAllow = "reject"
+    empty_segment: RejectOrAllow = "reject"
+    double_encoding: RejectOrAllow = "reject"
+    path_params: PathParams = "literal"
+    plus_as_space: bool = True
+    allowed_ranges: Sequence[tuple[int, int]] | None = None
+    allow_chars: str = ""
+
+    # Derived in __post_init__; not fields, so they take no part in ==, hash, repr.
+    _path_ok: bytes = dataclasses.field(init=False, repr=False, compare=False)
+    _query_ok: bytes = dataclasses.field(init=False, repr=False, compare=False)
+    _fast_ok: bytes = dataclasses.field(init=False, repr=False, compare=False)
+    _path_bad: re.Pattern[bytes] = dataclasses.field(init=False, repr=False, compare=False)
+    _query_bad: re.Pattern[bytes] = dataclasses.field(init=False, repr=False, compare=False)
+    _forbidden: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
+    _ascii_clean: bool = dataclasses.field(init=False, repr=False, compare=False)
+    _utf8_safe: bytes = dataclasses.field(init=False, repr=False, compare=False)
+
+    FIELDS: ClassVar[tuple[str, ...]]
+
+    def __post_init__(self) -> None:
+        for name in _LIMITS:
+            value = getattr(self, name)
+            if type(value) is not int:
+                raise TypeError(f"Policy.{name} must be an int, not {type(value).__name__}")
+            if value < 1:
+                raise ValueError(f"Policy.{name} must be at least 1, not {value}")
+        for name, choices in _CHOICES.items():
+            value = getattr(self, name)
+            if value not in choices:
+                raise ValueError(
+                    f"Policy.{name} must be one of {', '.join(map(repr, choices))}, not {value!r}"
+                )
+        if type(self.plus_as_space) is not bool:
+            raise TypeError("Policy.plus_as_space must be a bool")
+        path_extra = _raw_extra("raw_path_extra", self.raw_path_extra)
+        query_extra = _raw_extra("raw_query_extra", self.raw_query_extra)
+        if type(self.allow_chars) is not str:
+            raise TypeError("Policy.allow_chars must be a str")
+        ranges = _check_ranges(self.allowed_ranges)
+        set_ = object.__setattr__  # the documented way to derive fields of a frozen dataclass
+        set_(self, "allowed_ranges", ranges)
+
+        path_ok = g.PATH_RAW | path_extra
+        if self.path_params == "reject":
+            path_ok = path_ok - {g.SEMICOLON}
+        query_ok = g.QUERY_RAW | query_extra
+        set_(self, "_path_ok", g.to_bytes(path_ok))
+        set_(self, "_query_ok", g.to_bytes(query_ok))
+        set_(self, "_path_bad", _outside(path_ok))
+        set_(self, "_query_bad", _outside(query_ok))
+        # One translate() over the whole target is enough when every byte is
+        # allowed in both components ('?' itself ends the path).
+        set_(self, "_fast_ok", g.to_bytes((path_ok | {g.QUESTION}) & query_ok))
+        allowed = _allowed_intervals(ranges, self.allow_chars)
+        forbidden = _forbidden_pattern(allowed)
+        set_(self, "_forbidden", forbidden)
+        # Text decoded from a target without '%' is made of the raw bytes
+        # (and a space from '+'): if none of those can be forbidden, the
+        # forbidden-char check is skipped on that fast path.
+        raw_text = g.to_str(path_ok | query_ok | {ord(" ")})
+        set_(self, "_ascii_clean", forbidden.search(raw_text) is None)
+        set_(self, "_utf8_safe", g.to_bytes(_safe_utf8_bytes(allowed)))
+
+    @classmethod
+    def browser(cls, **changes: Any) -> Policy:
+        """The browser-compatible preset: also accepts, raw, what current
+        Chromium and Firefox send raw (LANDSCAPE.md): ``[ ] |`` in the path,
+        ``[ ] \\ ^ | { }`` and backtick in the query. Other switches as given."""
+        changes.setdefault("raw_path_extra", g.to_str(g.BROWSER_PATH_EXTRA))
+        changes.setdefault("raw_query_extra", g.to_str(g.BROWSER_QUERY_EXTRA))
+        return cls(**changes)
+
+    def replace(self, **changes: Any) -> Policy:
+        """A copy with some switches changed, validated like a new one."""
+        return dataclasses.replace(self, **changes)
+
+    def allows_char(self, char: str) -> bool:
+        """Whether one decoded character passes the ``forbidden-char`` rule."""
+        return self._forbidden.search(char) is None
+
+
+Policy.FIELDS = tuple(f.name for f in dataclasses.fields(Policy) if f.init)
+
+
+def _raw_extra(name: str, value: object) -> frozenset[int]:
+    if type(value) is not str:
+        raise TypeError(f"Policy.{name} must be a str of ASCII characters")
+    chars = frozenset(map(ord, value))
+    if not chars <= g.ALLOWABLE_RAW_EXTRA:
+        allowed = g.to_str(g.ALLOWABLE_RAW_EXTRA)
+        raise ValueError(f"Policy.{name} may only contain characters from {allowed!r}")
+    return chars
+
+
+def _outside(allowed: frozenset[int]) -> re.Pattern[bytes]:
+    """A pattern that finds the first byte not in ``allowed``."""
+    return re.compile(b"[^" + re.escape(g.to_bytes(allowed)) + b"]")
+
+
+def _check_ranges(value: object) -> tuple[tuple[int, int], ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise TypeError("Policy.allowed_ranges must be None or a sequence of (low, high) pairs")
+    ranges: list[tuple[int, int]] = []
+    for item in value:
+        if isinstance(item, str | bytes) or not isinstance(item, Iterable):
+            raise TypeError("Policy.allowed_ranges items must be (low, high) pairs of ints")
+        pair = tuple(item)
+        if len(pair) != 2 or any(type(n) is not int for n in pair):
+            raise TypeError("Policy.allowed_ranges items must be (low, high) pairs of ints")
+        low, high = pair
+        if not 0 <= low <= high <= g.MAX_CODE_POINT:
+            raise ValueError(
+                f"Policy.allowed_ranges: ({low:#x}, {high:#x}) is not a range "
+                f"with 0 <= low <= high <= {g.MAX_CODE_POINT:#x}"
+            )
+        ranges.append((low, high))
+    if not ranges:
+        raise ValueError("Policy.allowed_ranges must not be empty (use None for all of Unicode)")
+    return tuple(ranges)
+
+
+def _merge(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for low, high in sorted(intervals):
+        if merged and low <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], high))
+        else:
+            merged.append((low, high))
+    return merged
+
+
+def _subtract(
+    intervals: list[tuple[int, int]], holes: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    result: list[tuple[int, int]] = []
+    for low, high in intervals:
+        for hole_low, hole_high in holes:
+            if hole_high < low or hole_low > high:
+                continue
+            if hole_low > low:
+                result.append((low, hole_low - 1))
+            low = hole_high + 1
+            if low > high:
+                break
+        if low <= high:
+            result.append((low, high))
+    return result
+
+
+def _allowed_intervals(
+    ranges: tuple[tuple[int, int], ...] | None, allow_chars: str
+) -> list[tuple[int, int]]:
+    base = _merge(ranges or [(0, g.MAX_CODE_POINT)])
+    allowed = _subtract(base, _merge(g.FORBIDDEN_RANGES))
+    return _merge([*allowed, *((ord(c), ord(c)) for c in allow_chars)])
+
+
+def _safe_utf8_bytes(allowed: list[tuple[int, int]]) -> frozenset[int]:
+    """Bytes that cannot start the UTF-8 encoding of a forbidden character.
+
+    UTF-8 keeps code point order (RFC 3629 section 3), so every character of a
+    forbidden interval has a lead byte between those of its ends. Continuation
+    bytes (0x80-0xBF) never start a character. Decoded bytes made only of
+    safe bytes need no forbidden-char search: a C-speed prefilter."""
+    risky: set[int] = set()
+    start = 0
+    for low, high in [*allowed, (g.MAX_CODE_POINT + 1, g.MAX_CODE_POINT + 1)]:
+        if start < low:  # the forbidden interval [start, low - 1]
+            risky.update(range(_lead_byte(start), _lead_byte(low - 1) + 1))
+        start = high + 1
+    return (frozenset(range(256)) - risky) | frozenset(range(0x80, 0xC0))
+
+
+def _lead_byte(code_point: int) -> int:
+    return chr(code_point).encode("utf-8", "surrogatepass")[0]
+
+
+def _forbidden_pattern(allowed: list[tuple[int, int]]) -> re.Pattern[str]:
+    """A pattern that finds the first character outside ``allowed``."""
+    parts = []
+    for low, high in allowed:
+        parts.append(
+            re.escape(chr(low)) if low == high else f"{re.escape(chr(low))}-{re.escape(chr(high))}"
+        )
+    return re.compile(f"[^{''.join(parts)}]")
+
+
+#: The strict default, shared: a Policy is immutable.
+DEFAULT_POLICY: Final = Policy()

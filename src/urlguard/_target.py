@@ -1,0 +1,505 @@
+"""``parse_target``: the whole engine, sans-IO.
+
+The raw request target is split into path segments and query pairs *before*
+anything is percent-decoded (RFC 3986 §2.4: "the only time when octets within
+a URI are percent-encoded is during the process of producing the URI from its
+component parts"), then each piece is decoded as strict UTF-8 (RFC 3629) and
+its characters checked against the policy. Nothing is ever normalized: a
+target is accepted as it is, or rejected with exactly one rule code.
+
+Two routes lead to the same verdict:
+
+* ``_parse_fast`` handles the common case with whole-component operations
+  (one ``translate`` over the target, one regex substitution per component to
+  decode escapes, one ``decode`` per component). It never rejects: when
+  anything looks unusual it returns ``None``.
+* ``_parse_carefully`` walks the target piece by piece, in the documented rule
+  order, and is the only place that raises. So the rule reported for an input
+  never depends on which route looked at it first.
+
+The two must accept the same targets with the same result; tests check that
+by differential properties.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Iterator
+from typing import Final, overload
+
+from . import _grammar as g
+from ._errors import Component, InvalidTarget
+from ._policy import DEFAULT_POLICY, Policy
+
+Pairs = tuple[tuple[str, str], ...]
+
+_DOT_SEGMENTS: Final = (".", "..")
+
+_escape_decode = codecs.escape_decode  # in CPython since 2.x; used by pickle
+_BACKSLASH: Final = ord("\\")
+_SLASH: Final = ord("/")
+
+# RFC 3986 §2.1: pct-encoded = "%" HEXDIG HEXDIG, either case.
+_MALFORMED_ESCAPE: Final = re.compile(rb"%(?![0-9A-Fa-f]{2})")
+_ENCODED_SLASH: Final = re.compile(rb"%2[Ff]")
+_ENCODED_BACKSLASH: Final = re.compile(rb"%5[Cc]")
+# An escape left in decoded text: the sign of %25XX, i.e. double encoding.
+_ESCAPE_IN_TEXT: Final = re.compile(r"%[0-9A-Fa-f]{2}")
+
+# RFC 9112 §3.2.2 absolute-form, for the schemes of RFC 9110 §4.2 (scheme
+# names are case-insensitive, RFC 3986 §3.1). The authority is a reg-name,
+# an IP-literal or IPv4 address (matched by reg-name), and an optional port.
+# No userinfo: RFC 9110 §4.2.4 tells recipients to treat it as an error.
+_REG_NAME_CHAR: Final = b"[" + re.escape(g.to_bytes(g.REG_NAME)) + b"]"
+_ABSOLUTE_FORM: Final = re.compile(
+    rb"[Hh][Tt][Tt][Pp][Ss]?://("
+    rb"(?:" + _REG_NAME_CHAR + rb"|%[0-9A-Fa-f]{2})+"
+    rb"|\[[0-9A-Fa-f:.]+\]"  # IPv6address, RFC 3986 §3.2.2 (shape only)
+    rb"|\[[Vv][0-9A-Fa-f]+\.(?:" + _REG_NAME_CHAR + rb"|:)+\]"  # IPvFuture
+    rb")(?::[0-9]*)?(?=[/?]|\Z)"
+)
+
+
+def _unescape(raw: bytes) -> bytes:
+    """Percent-decode a whole component in C, never one Python step per escape.
+
+    ``%HH`` becomes ``\\xHH`` (after doubling any backslash, the only other
+    escape then left) and ``codecs.escape_decode`` decodes the lot. It raises
+    ``ValueError`` on a malformed escape, which the fast path uses as its check."""
+    if _BACKSLASH in raw:
+        raw = raw.replace(b"\\", b"\\\\")
+    return _escape_decode(raw.replace(b"%", b"\\x"))[0]
+
+
+class Target:
+    """A request target that passed every rule, with its decoded pieces.
+
+    Immutable. ``raw`` is the target exactly as received; ``segments`` and
+    ``query`` are the decoded pieces, split before decoding, so a ``%2F``
+    kept by ``encoded_slash="keep"`` is a ``/`` *inside* a segment and a
+    ``%26`` is an ``&`` inside a query value.
+
+        >>> t = parse_target(b"/caf%C3%A9/x?q=a+b&q=c")
+        >>> t.segments, t.query, t.get("q"), t.get_all("q")
+        (('café', 'x'), (('q', 'a b'), ('q', 'c')), 'a b', ['a b', 'c'])
+    """
+
+    __slots__ = (
+        "_authority",
+        "_params",
+        "_query",
+        "_query_text",
+        "_raw",
+        "_raw_path",
+        "_raw_query",
+        "_segments",
+    )
+
+    _raw: bytes
+    _raw_path: bytes
+    _raw_query: bytes | None
+    _authority: str | None
+    _segments: tuple[str, ...]
+    _params: tuple[Pairs, ...] | None
+    _query: Pairs | None
+    _query_text: str
+
+    @property
+    def raw(self) -> bytes:
+        """The whole target as received, bytes."""
+        return self._raw
+
+    @property
+    def raw_path(self) -> bytes:
+        """The path as received (``b"/"`` for an absolute-form target without one)."""
+        return self._raw_path
+
+    @property
+    def raw_query(self) -> bytes | None:
+        """The query as received, without the ``?``; ``None`` when there was no ``?``."""
+        return self._raw_query
+
+    @property
+    def authority(self) -> str | None:
+        """``host[:port]`` of an absolute-form target; ``None`` for origin-form."""
+        return self._authority
+
+    @property
+    def segments(self) -> tuple[str, ...]:
+        """The decoded path segments: ``/`` is ``("",)``, ``/a/b/`` is ``("a", "b", "")``.
+        Under ``path_params="split"`` each is the part before its first ``;``."""
+        return self._segments
+
+    @property
+    def params(self) -> tuple[Pairs, ...]:
+        """Matrix parameters per segment under ``path_params="split"``, aligned
+        with ``segments``; all empty under the other modes."""
+        if self._params is None:
+            return ((),) * len(self._segments)
+        return self._params
+
+    @property
+    def query(self) -> Pairs:
+        """The decoded query pairs, in order; a piece without ``=`` has value ``""``."""
+        if self._query is None:
+            # Validated already; built on first read (the fast path checked
+            # that no decoded '&' or '=' can be mistaken for a separator).
+            self._query = tuple(
+                (name, value)
+                for name, _, value in (p.partition("=") for p in self._query_text.split("&") if p)
+            )
+        return self._query
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        """The first value of query parameter ``name``, or ``default``."""
+        for key, value in self.query:
+            if key == name:
+                return value
+        return default
+
+    def get_all(self, name: str) -> list[str]:
+        """Every value of query parameter ``name``, in order."""
+        return [value for key, value in self.query if key == name]
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in ("_query",):  # the one lazily built cache
+            object.__setattr__(self, name, value)
+            return
+        raise AttributeError(f"Target is immutable; cannot set {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Target):
+            return NotImplemented
+        return (
+            self._raw == other._raw
+            and self._segments == other._segments
+            and self.params == other.params
+            and self.query == other.query
+        )
+
+    def __hash__(self) -> int:
+        return hash((self._raw, self._segments))
+
+    def __repr__(self) -> str:
+        return (
+            f"Target(raw={self._raw!r}, segments={self._segments!r}, query={self.query!r}"
+            + (f", params={self._params!r}" if self._params is not None else "")
+            + ")"
+        )
+
+
+_new_target = object.__new__
+_set = object.__setattr__
+
+
+def _make_target(
+    raw: bytes,
+    raw_path: bytes,
+    raw_query: bytes | None,
+    authority: str | None,
+    segments: tuple[str, ...],
+    params: tuple[Pairs, ...] | None,
+    query: Pairs | None,
+    query_text: str,
+) -> Target:
+    target: Target = _new_target(Target)
+    _set(target, "_raw", raw)
+    _set(target, "_raw_path", raw_path)
+    _set(target, "_raw_query", raw_query)
+    _set(target, "_authority", authority)
+    _set(target, "_segments", segments)
+    _set(target, "_params", params)
+    _set(target, "_query", query)
+    _set(target, "_query_text", query_text)
+    return target
+
+
+@overload
+def parse_target(raw: bytes | bytearray | memoryview, policy: Policy | None = None) -> Target: ...
+@overload
+def parse_target(raw: str, policy: Policy | None = None) -> Target: ...
+def parse_target(raw: bytes | bytearray | memoryview | str, policy: Policy | None = None) -> Target:
+    """Split, decode and check a raw request target; return its decoded pieces.
+
+    ``raw`` is the target exactly as the client sent it: bytes, or a ``str``
+    (encoded as UTF-8 first, so any non-ASCII character is a ``raw-char``).
+    Origin-form (``/path?query``) and http(s) absolute-form are accepted.
+
+    Raises :class:`InvalidTarget` naming one rule, and nothing else, whatever
+    the bytes. The same input always reports the same rule.
+
+        >>> parse_target(b"/blue%2Fred%3Fand+green", Policy(encoded_slash="keep")).segments
+        ('blue/red?and+green',)
+        >>> parse_target(b"/pubmed?term=%C4rzteblatt")
+        Traceback (most recent call last):
+          ...
+        urlguard._errors.InvalidTarget: invalid-utf8: ...
+    """
+    p = DEFAULT_POLICY if policy is None else policy
+    if type(raw) is not bytes:
+        raw = _as_bytes(raw)
+    if len(raw) <= p.max_length and raw[:1] == b"/" and not raw.translate(None, p._fast_ok):
+        target = _parse_fast(raw, p)
+        if target is not None:
+            return target
+    return _parse_carefully(raw, p)
+
+
+def _as_bytes(raw: object) -> bytes:
+    if isinstance(raw, str):
+        # Lone surrogates pass through, to be rejected as raw bytes >= 0x80.
+        return raw.encode("utf-8", "surrogatepass")
+    if isinstance(raw, bytes | bytearray | memoryview):
+        return bytes(raw)
+    raise TypeError(f"parse_target() takes bytes or str, not {type(raw).__name__}")
+
+
+def _parse_fast(raw: bytes, p: Policy) -> Target | None:
+    """Accept a common origin-form target with whole-component operations, or
+    return ``None`` to leave the verdict to ``_parse_carefully``.
+
+    The caller has checked the length, the leading '/', and that every byte
+    is allowed raw in both path and query (so no '#' and no control)."""
+    question = raw.find(b"?")
+    if question < 0:
+        path, query = raw, None
+    else:
+        path, query = raw[:question], raw[question + 1 :]
+    if g.SEMICOLON in path or (p.empty_segment == "reject" and b"//" in path):
+        return None
+    if g.PERCENT in path:
+        try:
+            decoded = _unescape(path)
+            path_text = decoded.decode("utf-8")
+        except ValueError:  # a malformed escape, or not UTF-8
+            return None
+        # An escape that changed the structure or can trip a segment rule:
+        # %2F adds a '/', %5C a '\', %25 a '%' (double encoding?). Encoded
+        # dots need nothing here: the dot check below sees decoded segments.
+        if decoded.count(b"/") != path.count(b"/") or _BACKSLASH in decoded or g.PERCENT in decoded:
+            return None
+        if decoded.translate(None, p._utf8_safe) and p._forbidden.search(path_text):
+            return None
+    else:
+        path_text = path.decode("ascii")
+        if not p._ascii_clean and p._forbidden.search(path_text):
+            return None
+    segments = tuple(path_text[1:].split("/"))
+    if len(segments) > p.max_segments:
+        return None
+    if p.dot_segment == "reject" and ("." in segments or ".." in segments):
+        return None
+    if query is None:
+        return _make_target(raw, path, None, None, segments, None, (), "")
+    if query.count(b"&") >= p.max_params:
+        return None
+    if p.plus_as_space and g.PLUS in query:
+        query_bytes = query.replace(b"+", b" ")
+    else:
+        query_bytes = query
+    if g.PERCENT in query:
+        try:
+            decoded = _unescape(query_bytes)
+            query_text = decoded.decode("utf-8")
+        except ValueError:
+            return None
+        # %26 and %3D would pass for separators once decoded: split first.
+        if decoded.count(b"&") != query.count(b"&") or decoded.count(b"=") != query.count(b"="):
+            return None
+        if decoded.translate(None, p._utf8_safe) and p._forbidden.search(query_text):
+            return None
+    else:
+        query_text = query_bytes.decode("ascii")
+        if not p._ascii_clean and p._forbidden.search(query_text):
+            return None
+    return _make_target(raw, path, query, None, segments, None, None, query_text)
+
+
+def _parse_carefully(raw: bytes, p: Policy) -> Target:
+    """Check every rule in the documented order; raise on the first violation."""
+    if len(raw) > p.max_length:
+        raise InvalidTarget("too-long", "target", None, p.max_length)
+    hash_at = raw.find(b"#")
+    if hash_at >= 0:
+        raise InvalidTarget("fragment", "target", None, hash_at)
+
+    authority: str | None = None
+    if raw[:1] == b"/":
+        path_start = 0
+    else:
+        form = _ABSOLUTE_FORM.match(raw)
+        if form is None:
+            raise InvalidTarget("bad-form", "target", None, 0)
+        authority = raw[form.start(1) : form.end()].decode("ascii")
+        path_start = form.end()
+    question = raw.find(b"?", path_start)
+    path_end = len(raw) if question < 0 else question
+    raw_path = raw[path_start:path_end]
+    raw_query = None if question < 0 else raw[question + 1 :]
+
+    bad = p._path_bad.search(raw, path_start, path_end)
+    if bad:
+        index = raw.count(b"/", path_start, bad.start()) - 1
+        raise InvalidTarget("raw-char", "path", max(index, 0), bad.start())
+    if raw_query is not None:
+        bad = p._query_bad.search(raw, question + 1)
+        if bad:
+            index = _pair_index(raw_query, bad.start() - question - 1)
+            raise InvalidTarget("raw-char", "query", index, bad.start())
+
+    if not raw_path:  # absolute-form with an empty path means "/" (RFC 9112 §3.2.2)
+        raw_path = b"/"
+    raw_segments = raw_path[1:].split(b"/")
+    if len(raw_segments) > p.max_segments:
+        offset = path_start + _nth(raw_path, b"/", p.max_segments)
+        raise InvalidTarget("too-many", "path", p.max_segments, offset)
+    query_pieces = list(_pieces(raw_query, question + 1)) if raw_query is not None else []
+    if len(query_pieces) > p.max_params:
+        raise InvalidTarget("too-many", "query", p.max_params, query_pieces[p.max_params][1])
+
+    segments, params = _check_segments(raw_segments, path_start + 1, p)
+    query = tuple(
+        _check_pair(piece, offset, i, p) for i, (piece, offset) in enumerate(query_pieces)
+    )
+    return _make_target(raw, raw_path, raw_query, authority, segments, params, query, "")
+
+
+def _check_segments(
+    raw_segments: list[bytes], offset: int, p: Policy
+) -> tuple[tuple[str, ...], tuple[Pairs, ...] | None]:
+    segments: list[str] = []
+    all_params: list[Pairs] = []
+    last = len(raw_segments) - 1
+    split = p.path_params == "split"
+    for index, raw_segment in enumerate(raw_segments):
+        if not raw_segment:
+            if index != last and p.empty_segment == "reject":
+                raise InvalidTarget("empty-segment", "path", index, offset)
+            segments.append("")
+            all_params.append(())
+        elif split:
+            name_raw, *param_pieces = raw_segment.split(b";")
+            name = _decode_segment_piece(name_raw, offset, index, p)
+            _check_dots(name, raw_segment, offset, index, p)
+            params: list[tuple[str, str]] = []
+            piece_offset = offset + len(name_raw) + 1
+            for piece in param_pieces:
+                if piece:
+                    key_raw, _, value_raw = piece.partition(b"=")
+                    key = _decode_segment_piece(key_raw, piece_offset, index, p)
+                    value_offset = piece_offset + len(key_raw) + 1
+                    value = _decode_segment_piece(value_raw, value_offset, index, p)
+                    params.append((key, value))
+                piece_offset += len(piece) + 1
+            segments.append(name)
+            all_params.append(tuple(params))
+        else:
+            text = _decode_segment_piece(raw_segment, offset, index, p)
+            _check_dots(text, raw_segment, offset, index, p)
+            segments.append(text)
+        offset += len(raw_segment) + 1
+    return tuple(segments), (tuple(all_params) if split else None)
+
+
+def _decode_segment_piece(piece: bytes, offset: int, index: int, p: Policy) -> str:
+    if g.PERCENT in piece:
+        # malformed-escape comes before the encoded-slash rules.
+        _check_escapes_well_formed(piece, offset, "path", index)
+        if p.encoded_slash == "reject":
+            found = _ENCODED_SLASH.search(piece)
+            if found:
+                raise InvalidTarget("encoded-slash", "path", index, offset + found.start())
+        if p.encoded_backslash == "reject":
+            found = _ENCODED_BACKSLASH.search(piece)
+            if found:
+                raise InvalidTarget("encoded-backslash", "path", index, offset + found.start())
+    text = _decode_piece(piece, offset, "path", index, p)
+    if p.double_encoding == "reject":
+        found_text = _ESCAPE_IN_TEXT.search(text)
+        if found_text:
+            raise InvalidTarget("double-encoding", "path", index, offset)
+    return text
+
+
+def _check_dots(text: str, raw_segment: bytes, offset: int, index: int, p: Policy) -> None:
+    if p.dot_segment != "reject":
+        return
+    if text in _DOT_SEGMENTS:
+        raise InvalidTarget("dot-segment", "path", index, offset)
+    # "..;x" is ".." to servlet containers, which strip path parameters
+    # before resolving dot segments (the Tomcat "..;/" traversal behind a
+    # proxy): a segment whose part before its first raw ';' is a dot segment
+    # counts as one in every mode.
+    semicolon = raw_segment.find(b";")
+    if semicolon >= 0 and _unescape(raw_segment[:semicolon]).decode("utf-8") in _DOT_SEGMENTS:
+        raise InvalidTarget("dot-segment", "path", index, offset)
+
+
+def _check_pair(piece: bytes, offset: int, index: int, p: Policy) -> tuple[str, str]:
+    if p.plus_as_space:
+        # '+' means space in form-encoded queries; replaced before
+        # percent-decoding so that %2B stays '+' (seed 000). Same length,
+        # so offsets hold.
+        piece = piece.replace(b"+", b" ")
+    name_raw, _, value_raw = piece.partition(b"=")
+    name = _decode_piece(name_raw, offset, "query", index, p)
+    value = _decode_piece(value_raw, offset + len(name_raw) + 1, "query", index, p)
+    return name, value
+
+
+def _check_escapes_well_formed(piece: bytes, offset: int, component: Component, index: int) -> None:
+    bad = _MALFORMED_ESCAPE.search(piece)
+    if bad:
+        raise InvalidTarget("malformed-escape", component, index, offset + bad.start())
+
+
+def _decode_piece(piece: bytes, offset: int, component: Component, index: int, p: Policy) -> str:
+    """Percent-decode one piece as strict UTF-8 and check its characters."""
+    if g.PERCENT in piece:
+        _check_escapes_well_formed(piece, offset, component, index)
+        decoded = _unescape(piece)
+    else:
+        decoded = piece
+    try:
+        text = decoded.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidTarget(
+            "invalid-utf8", component, index, offset + _raw_offset(piece, error.start)
+        ) from None
+    found = p._forbidden.search(text)
+    if found:
+        decoded_at = len(text[: found.start()].encode("utf-8"))
+        raise InvalidTarget(
+            "forbidden-char", component, index, offset + _raw_offset(piece, decoded_at)
+        )
+    return text
+
+
+def _raw_offset(piece: bytes, decoded_index: int) -> int:
+    """Where decoded byte ``decoded_index`` starts in ``piece`` (error path only)."""
+    position = 0
+    for _ in range(decoded_index):
+        position += 3 if piece[position] == g.PERCENT else 1
+    return position
+
+
+def _pieces(query: bytes, offset: int) -> Iterator[tuple[bytes, int]]:
+    """The non-empty '&'-separated pieces of a query, with their offsets."""
+    for piece in query.split(b"&"):
+        if piece:
+            yield piece, offset
+        offset += len(piece) + 1
+
+
+def _pair_index(query: bytes, position: int) -> int:
+    """Which non-empty pair the byte at ``position`` of ``query`` is in."""
+    return sum(1 for piece in query[:position].split(b"&")[:-1] if piece)
+
+
+def _nth(data: bytes, needle: bytes, n: int) -> int:
+    """The position of the ``n``-th (0-based) occurrence of ``needle``."""
+    position = -1
+    for _ in range(n + 1):
+        position = data.find(needle, position + 1)
+    return position

@@ -1,0 +1,471 @@
+"""parse_target on bytes: truth tables for every rule of DESIGN.md §2."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from urlguard import RULES, InvalidTarget, Policy, Target, parse_target
+
+P = pytest.param
+STRICT = Policy()
+BROWSER = Policy.browser()
+
+
+def rule_of(raw: bytes | str, policy: Policy | None = None) -> str | None:
+    try:
+        parse_target(raw, policy)
+    except InvalidTarget as error:
+        return error.rule
+    return None
+
+
+# --- accepted targets: (raw, segments, query) ---------------------------------------------
+
+ACCEPTED = [
+    P(b"/", ("",), (), id="root"),
+    P(b"/a", ("a",), (), id="one segment"),
+    P(b"/a/b/", ("a", "b", ""), (), id="trailing slash is a last empty segment"),
+    P(b"/a?", ("a",), (), id="empty query"),
+    P(b"/caf%C3%A9/x?q=a+b", ("café", "x"), (("q", "a b"),), id="design example"),
+    P(b"/caf%c3%a9", ("café",), (), id="lower-case hex"),
+    P(b"/x?a=1&&b=2&", ("x",), (("a", "1"), ("b", "2")), id="empty query pieces skipped"),
+    P(b"/x?flag", ("x",), (("flag", ""),), id="piece without = has empty value"),
+    P(b"/x?a=b=c", ("x",), (("a", "b=c"),), id="split at the first ="),
+    P(b"/x?=v", ("x",), (("", "v"),), id="empty name"),
+    P(b"/x?a%3Db=%26", ("x",), (("a=b", "&"),), id="encoded separators are data"),
+    P(b"/x?q=a%2Bb+c", ("x",), (("q", "a+b c"),), id="plus is space, %2B is plus"),
+    P(b"/x?u=http://h/p?x", ("x",), (("u", "http://h/p?x"),), id="/ and ? raw in the query"),
+    P(b"/a+b", ("a+b",), (), id="plus is literal in the path"),
+    P(b"/a;b", ("a;b",), (), id="semicolon literal by default"),
+    P(b"/%25", ("%",), (), id="encoded percent"),
+    P(b"/x?v=%2541", ("x",), (("v", "%41"),), id="double encoding is fine in the query"),
+    P(b"/.a/..b/...", (".a", "..b", "..."), (), id="not dot segments"),
+    P(b"/%41%42", ("AB",), (), id="encoded unreserved decoded, not normalized away"),
+    P(b"/%E8%B5%B7%E5%8F%B8%E5%A0%A1", ("起司堡",), (), id="seed 000 cheeseburger"),
+    P(
+        b"/doc@1:5/?back_uri=http://user:password@example.com/?foo%3Dbar",
+        ("doc@1:5", ""),
+        (("back_uri", "http://user:password@example.com/?foo=bar"),),
+        id="seed 000 legal and unambiguous URL",
+    ),
+    P(b"http://h", ("",), (), id="absolute-form without path"),
+    P(b"https://h?x=1", ("",), (("x", "1"),), id="absolute-form query without path"),
+    P(b"HtTpS://Example.COM:8443/a?b", ("a",), (("b", ""),), id="scheme in any case"),
+    P(b"http://[::1]:80/a", ("a",), (), id="IPv6 literal host"),
+    P(b"http://127.0.0.1/", ("",), (), id="IPv4 host"),
+]
+
+
+@pytest.mark.parametrize(("raw", "segments", "query"), ACCEPTED)
+def test_accepted(
+    raw: bytes, segments: tuple[str, ...], query: tuple[tuple[str, str], ...]
+) -> None:
+    target = parse_target(raw)
+    assert target.segments == segments
+    assert target.query == query
+    assert target.raw == raw
+
+
+# --- rejected targets: (raw, rule, component, index, offset) -------------------------------
+
+REJECTED = [
+    # too-long, fragment, bad-form
+    P(b"/" + b"a" * 8192, "too-long", "target", None, 8192, id="one byte past 8192"),
+    P(b"/a#f", "fragment", "target", None, 2, id="fragment"),
+    P(b"#", "fragment", "target", None, 0, id="only a hash"),
+    P(b"/a?b#c", "fragment", "target", None, 4, id="fragment after query"),
+    P(b"", "bad-form", "target", None, 0, id="empty"),
+    P(b"*", "bad-form", "target", None, 0, id="asterisk-form"),
+    P(b"noslash", "bad-form", "target", None, 0, id="no leading slash"),
+    P(b"example.com:443", "bad-form", "target", None, 0, id="authority-form"),
+    P(b"ftp://h/x", "bad-form", "target", None, 0, id="other scheme"),
+    P(b"http://", "bad-form", "target", None, 0, id="empty authority"),
+    P(b"http:///x", "bad-form", "target", None, 0, id="empty host"),
+    P(b"http://u:p@h/x", "bad-form", "target", None, 0, id="userinfo"),
+    P(b"http://h x/", "bad-form", "target", None, 0, id="space in host"),
+    P(b" /x", "bad-form", "target", None, 0, id="leading space"),
+    P(b"?x", "bad-form", "target", None, 0, id="query only"),
+    # raw-char
+    P(b"/a b", "raw-char", "path", 0, 2, id="space"),
+    P(b"/a/\tb", "raw-char", "path", 1, 3, id="tab"),
+    P(b"/a\x00", "raw-char", "path", 0, 2, id="NUL"),
+    P(b"/a\x7f", "raw-char", "path", 0, 2, id="DEL"),
+    P(b"/a\r\nb", "raw-char", "path", 0, 2, id="CRLF"),
+    P(b"/caf\xc3\xa9", "raw-char", "path", 0, 4, id="raw UTF-8"),
+    P(b"/\xff", "raw-char", "path", 0, 1, id="raw 0xFF"),
+    P(b'/"', "raw-char", "path", 0, 1, id="double quote"),
+    P(b"/<", "raw-char", "path", 0, 1, id="less-than"),
+    P(b"/>", "raw-char", "path", 0, 1, id="greater-than"),
+    P(b"/\\", "raw-char", "path", 0, 1, id="backslash"),
+    P(b"/^", "raw-char", "path", 0, 1, id="caret"),
+    P(b"/`", "raw-char", "path", 0, 1, id="backtick"),
+    P(b"/{", "raw-char", "path", 0, 1, id="left brace"),
+    P(b"/|", "raw-char", "path", 0, 1, id="pipe"),
+    P(b"/}", "raw-char", "path", 0, 1, id="right brace"),
+    P(b"/[", "raw-char", "path", 0, 1, id="left bracket in path"),
+    P(b"/]", "raw-char", "path", 0, 1, id="right bracket in path"),
+    P(b"/x?a=1&b=[", "raw-char", "query", 1, 9, id="bracket in query"),
+    P(b"/x?a=1&&b= ", "raw-char", "query", 1, 10, id="space in query, index skips empty"),
+    P(b"http://h/a b", "raw-char", "path", 0, 10, id="absolute-form raw char"),
+    # too-many
+    P(b"/a" * 129, "too-many", "path", 128, 256, id="129 segments"),
+    P(b"/x?" + b"&".join([b"a"] * 1001), "too-many", "query", 1000, 2003, id="1001 params"),
+    # malformed-escape, both cases of every trigger
+    P(b"/%zz", "malformed-escape", "path", 0, 1, id="%zz"),
+    P(b"/%4", "malformed-escape", "path", 0, 1, id="one hex digit"),
+    P(b"/a%", "malformed-escape", "path", 0, 2, id="trailing %"),
+    P(b"/%u00E9", "malformed-escape", "path", 0, 1, id="%u escape"),
+    P(b"/%%41", "malformed-escape", "path", 0, 1, id="%% before escape"),
+    P(b"/%4g", "malformed-escape", "path", 0, 1, id="non-hex second digit"),
+    P(b"/x?a=%zz", "malformed-escape", "query", 0, 5, id="in a query value"),
+    P(b"/x?%=1", "malformed-escape", "query", 0, 3, id="in a query name"),
+    # encoded-slash / encoded-backslash
+    P(b"/a%2Fb", "encoded-slash", "path", 0, 2, id="%2F"),
+    P(b"/a/b%2fc", "encoded-slash", "path", 1, 4, id="%2f"),
+    P(b"/a%5Cb", "encoded-backslash", "path", 0, 2, id="%5C"),
+    P(b"/a%5cb", "encoded-backslash", "path", 0, 2, id="%5c"),
+    P(b"/%2F%zz", "malformed-escape", "path", 0, 4, id="malformed before encoded slash"),
+    # invalid-utf8: seed 000 and every failure class
+    P(b"/%C4rzteblatt", "invalid-utf8", "path", 0, 1, id="seed 000 %C4rzteblatt"),
+    P(b"/pubmed?term=%C4rzteblatt", "invalid-utf8", "query", 0, 13, id="seed 000 pubmed"),
+    P(b"/%C0%AF", "invalid-utf8", "path", 0, 1, id="overlong 2-byte slash"),
+    P(b"/%C1%BF", "invalid-utf8", "path", 0, 1, id="overlong 2-byte C1"),
+    P(b"/%E0%80%AF", "invalid-utf8", "path", 0, 1, id="overlong 3-byte"),
+    P(b"/%e0%9f%bf", "invalid-utf8", "path", 0, 1, id="overlong 3-byte lower-case"),
+    P(b"/%F0%80%80%AF", "invalid-utf8", "path", 0, 1, id="overlong 4-byte"),
+    P(b"/%F0%8F%BF%BF", "invalid-utf8", "path", 0, 1, id="overlong 4-byte max"),
+    P(b"/%ED%A0%80", "invalid-utf8", "path", 0, 1, id="high surrogate"),
+    P(b"/%ED%BF%BF", "invalid-utf8", "path", 0, 1, id="low surrogate"),
+    P(b"/%F4%90%80%80", "invalid-utf8", "path", 0, 1, id="above U+10FFFF"),
+    P(b"/%F5%80%80%80", "invalid-utf8", "path", 0, 1, id="F5 lead"),
+    P(b"/%F8%88%80%80%80", "invalid-utf8", "path", 0, 1, id="5-byte lead"),
+    P(b"/%FC%84%80%80%80%80", "invalid-utf8", "path", 0, 1, id="6-byte lead"),
+    P(b"/%FE", "invalid-utf8", "path", 0, 1, id="FE"),
+    P(b"/%ff", "invalid-utf8", "path", 0, 1, id="ff lower-case"),
+    P(b"/ab%C3", "invalid-utf8", "path", 0, 3, id="truncated 2-byte"),
+    P(b"/%E2%82", "invalid-utf8", "path", 0, 1, id="truncated 3-byte"),
+    P(b"/%F0%9F%98", "invalid-utf8", "path", 0, 1, id="truncated 4-byte"),
+    P(b"/a%80", "invalid-utf8", "path", 0, 2, id="stray continuation"),
+    P(b"/x%C3%A9%A9", "invalid-utf8", "path", 0, 8, id="stray continuation after a valid char"),
+    P(b"/ok/%C3%28", "invalid-utf8", "path", 1, 4, id="bad continuation byte"),
+    P(b"/x?%C4=1", "invalid-utf8", "query", 0, 3, id="query name"),
+    # forbidden-char: each default class, both hex cases
+    P(b"/%00", "forbidden-char", "path", 0, 1, id="U+0000"),
+    P(b"/a%0A", "forbidden-char", "path", 0, 2, id="LF"),
+    P(b"/a%0d", "forbidden-char", "path", 0, 2, id="CR lower-case"),
+    P(b"/%1F", "forbidden-char", "path", 0, 1, id="U+001F"),
+    P(b"/%7F", "forbidden-char", "path", 0, 1, id="DEL encoded"),
+    P(b"/%C2%80", "forbidden-char", "path", 0, 1, id="U+0080 C1"),
+    P(b"/%C2%9F", "forbidden-char", "path", 0, 1, id="U+009F C1"),
+    P(b"/%E2%80%A8", "forbidden-char", "path", 0, 1, id="U+2028"),
+    P(b"/%E2%80%A9", "forbidden-char", "path", 0, 1, id="U+2029"),
+    P(b"/%D8%9C", "forbidden-char", "path", 0, 1, id="U+061C ALM"),
+    P(b"/%E2%80%8E", "forbidden-char", "path", 0, 1, id="U+200E LRM"),
+    P(b"/%E2%80%8F", "forbidden-char", "path", 0, 1, id="U+200F RLM"),
+    P(b"/%E2%80%AA", "forbidden-char", "path", 0, 1, id="U+202A LRE"),
+    P(b"/%e2%80%ae", "forbidden-char", "path", 0, 1, id="U+202E RLO lower-case"),
+    P(b"/%E2%81%A6", "forbidden-char", "path", 0, 1, id="U+2066 LRI"),
+    P(b"/%E2%81%A9", "forbidden-char", "path", 0, 1, id="U+2069 PDI"),
+    P(b"/%EF%B7%90", "forbidden-char", "path", 0, 1, id="U+FDD0"),
+    P(b"/%EF%B7%AF", "forbidden-char", "path", 0, 1, id="U+FDEF"),
+    P(b"/%EF%BF%BE", "forbidden-char", "path", 0, 1, id="U+FFFE"),
+    P(b"/%EF%BF%BF", "forbidden-char", "path", 0, 1, id="U+FFFF"),
+    P(b"/%F0%9F%BF%BE", "forbidden-char", "path", 0, 1, id="U+1FFFE"),
+    P(b"/%F4%8F%BF%BF", "forbidden-char", "path", 0, 1, id="U+10FFFF noncharacter"),
+    P(b"/ab%C3%A9%00", "forbidden-char", "path", 0, 9, id="offset counts escapes"),
+    P(b"/x?q=%00", "forbidden-char", "query", 0, 5, id="NUL in query value"),
+    P(b"/x?a=1&b=%E2%80%AE", "forbidden-char", "query", 1, 9, id="RLO in query"),
+    # dot-segment
+    P(b"/.", "dot-segment", "path", 0, 1, id="dot"),
+    P(b"/..", "dot-segment", "path", 0, 1, id="dot dot"),
+    P(b"/a/./b", "dot-segment", "path", 1, 3, id="inner dot"),
+    P(b"/a/../b", "dot-segment", "path", 1, 3, id="inner dot dot"),
+    P(b"/%2E", "dot-segment", "path", 0, 1, id="%2E"),
+    P(b"/%2e%2E", "dot-segment", "path", 0, 1, id="%2e%2E"),
+    P(b"/.%2e/x", "dot-segment", "path", 0, 1, id=".%2e"),
+    P(b"/..;jsessionid=1/x", "dot-segment", "path", 0, 1, id="Tomcat ..; traversal"),
+    P(b"/%2e%2e;x", "dot-segment", "path", 0, 1, id="encoded ..;"),
+    # empty-segment
+    P(b"//", "empty-segment", "path", 0, 1, id="double slash root"),
+    P(b"//a", "empty-segment", "path", 0, 1, id="leading //"),
+    P(b"/a//b", "empty-segment", "path", 1, 3, id="inner //"),
+    # double-encoding
+    P(b"/%252F", "double-encoding", "path", 0, 1, id="%252F"),
+    P(b"/a%252e", "double-encoding", "path", 0, 1, id="%252e"),
+    P(b"/%2541", "double-encoding", "path", 0, 1, id="%2541"),
+]
+
+
+@pytest.mark.parametrize(("raw", "rule", "component", "index", "offset"), REJECTED)
+def test_rejected(raw: bytes, rule: str, component: str, index: int | None, offset: int) -> None:
+    with pytest.raises(InvalidTarget) as caught:
+        parse_target(raw)
+    error = caught.value
+    assert (error.rule, error.component, error.index, error.offset) == (
+        rule,
+        component,
+        index,
+        offset,
+    )
+    assert error.rule in RULES
+
+
+def test_every_rule_has_a_rejection_in_the_table() -> None:
+    covered = {param.values[1] for param in REJECTED}
+    assert covered == set(RULES)
+
+
+# --- limits at and just past their bounds ----------------------------------------------------
+
+
+def test_max_length_bound() -> None:
+    assert parse_target(b"/" + b"a" * 8191).segments == ("a" * 8191,)
+    assert rule_of(b"/" + b"a" * 8192) == "too-long"
+    assert rule_of(b"/abc", Policy(max_length=3)) == "too-long"
+    assert parse_target(b"/ab", Policy(max_length=3)).segments == ("ab",)
+
+
+def test_max_segments_bound() -> None:
+    assert len(parse_target(b"/a" * 128).segments) == 128
+    assert rule_of(b"/a" * 129) == "too-many"
+    assert rule_of(b"/a/b/c", Policy(max_segments=2)) == "too-many"
+    assert parse_target(b"/a/b", Policy(max_segments=2)).segments == ("a", "b")
+
+
+def test_max_params_bound() -> None:
+    query = b"&".join([b"a=1"] * 1000)
+    assert len(parse_target(b"/x?" + query).query) == 1000
+    assert rule_of(b"/x?" + query + b"&b") == "too-many"
+    # empty pieces do not count
+    assert len(parse_target(b"/x?" + b"&" * 5000 + b"a", Policy(max_length=10000)).query) == 1
+    assert rule_of(b"/x?a&b&c", Policy(max_params=2)) == "too-many"
+
+
+# --- UTF-8 boundaries are accepted --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("escaped", "char"),
+    [
+        P(b"%C2%A0", "\u00a0", id="U+00A0 first after C1"),
+        P(b"%DF%BF", "\u07ff", id="U+07FF last 2-byte"),
+        P(b"%E0%A0%80", "\u0800", id="U+0800 first 3-byte"),
+        P(b"%ED%9F%BF", "\ud7ff", id="U+D7FF before surrogates"),
+        P(b"%EE%80%80", "\ue000", id="U+E000 after surrogates"),
+        P(b"%EF%BF%BD", "\ufffd", id="U+FFFD"),
+        P(b"%F0%90%80%80", "\U00010000", id="U+10000 first 4-byte"),
+        P(b"%F4%8F%BF%BD", "\U0010fffd", id="U+10FFFD last assignable"),
+        P(b"%f0%9f%98%80", "\U0001f600", id="emoji lower-case hex"),
+    ],
+)
+def test_utf8_boundaries(escaped: bytes, char: str) -> None:
+    assert parse_target(b"/" + escaped + b"?v=" + escaped).segments == (char,)
+    assert parse_target(b"/x?v=" + escaped).get("v") == char
+
+
+def test_utf8_boundaries_of_c1_and_max() -> None:
+    # U+0080 and U+10FFFF are valid UTF-8 but default-forbidden (C1 control,
+    # noncharacter): the rule is forbidden-char, not invalid-utf8.
+    assert rule_of(b"/%C2%80") == "forbidden-char"
+    assert rule_of(b"/%F4%8F%BF%BF") == "forbidden-char"
+    assert parse_target(b"/%C2%80", Policy(allow_chars="\x80")).segments == ("\x80",)
+
+
+# --- switches --------------------------------------------------------------------------------
+
+SWITCHED = [
+    P(b"/a%2Fb", Policy(encoded_slash="keep"), ("a/b",), id="keep encoded slash"),
+    P(b"/a%5Cb", Policy(encoded_backslash="keep"), ("a\\b",), id="keep encoded backslash"),
+    P(b"/a/../b", Policy(dot_segment="allow"), ("a", "..", "b"), id="allow dot segments"),
+    P(b"/a//b", Policy(empty_segment="allow"), ("a", "", "b"), id="allow empty segments"),
+    P(b"//", Policy(empty_segment="allow"), ("", ""), id="allow //"),
+    P(b"/%2541", Policy(double_encoding="allow"), ("%41",), id="allow double encoding"),
+    P(b"/a|b", BROWSER, ("a|b",), id="browser pipe in path"),
+    P(b"/[x]", BROWSER, ("[x]",), id="browser brackets in path"),
+]
+
+
+@pytest.mark.parametrize(("raw", "policy", "segments"), SWITCHED)
+def test_switches(raw: bytes, policy: Policy, segments: tuple[str, ...]) -> None:
+    assert parse_target(raw, policy).segments == segments
+
+
+def test_seed_001_blue_red_under_keep() -> None:
+    target = parse_target(b"/blue%2Fred%3Fand+green", Policy(encoded_slash="keep"))
+    assert target.segments == ("blue/red?and+green",)
+    assert target.query == ()
+    assert rule_of(b"/blue%2Fred%3Fand+green") == "encoded-slash"
+
+
+def test_seed_001_nuts_url_under_split() -> None:
+    # Seed 001: "this is a valid HTTP URL" and what it expands to.
+    raw = (
+        b"http://example.com/:@-._~!$&'()*+,=;:@-._~!$&'()*+,=:@-._~!$&'()*+,=="
+        b"?/?:@-._~!$'()*+,;=/?:@-._~!$'()*+,;=="
+    )
+    target = parse_target(raw, Policy(path_params="split"))
+    assert target.authority == "example.com"
+    assert target.segments == (":@-._~!$&'()*+,=",)
+    assert target.params == (((":@-._~!$&'()*+,", ":@-._~!$&'()*+,=="),),)
+    assert target.query == (("/?:@-._~!$'()* ,;", "/?:@-._~!$'()* ,;=="),)
+
+
+def test_seed_001_file_path_parameter() -> None:
+    target = parse_target(b"/file;p=1?q=2", Policy(path_params="split"))
+    assert target.segments == ("file",)
+    assert target.params == ((("p", "1"),),)
+    assert target.query == (("q", "2"),)
+    assert parse_target(b"/file;p=1").segments == ("file;p=1",)
+    assert parse_target(b"/file;p=1").params == ((),)
+
+
+def test_path_params_split_decodes_each_piece() -> None:
+    target = parse_target(b"/a%3Bb;k%3D=v%3B;;flag/c", Policy(path_params="split"))
+    assert target.segments == ("a;b", "c")
+    assert target.params == ((("k=", "v;"), ("flag", "")), ())
+    with pytest.raises(InvalidTarget) as caught:
+        parse_target(b"/a;k=%C4", Policy(path_params="split"))
+    assert (caught.value.rule, caught.value.offset) == ("invalid-utf8", 5)
+
+
+def test_path_params_reject() -> None:
+    policy = Policy(path_params="reject")
+    with pytest.raises(InvalidTarget) as caught:
+        parse_target(b"/a/b;x", policy)
+    assert (caught.value.rule, caught.value.component, caught.value.index, caught.value.offset) == (
+        "raw-char",
+        "path",
+        1,
+        4,
+    )
+    assert parse_target(b"/a%3Bb?x=;", policy).segments == ("a;b",)
+
+
+def test_plus_as_space_off() -> None:
+    assert parse_target(b"/x?q=a+b", Policy(plus_as_space=False)).query == (("q", "a+b"),)
+
+
+def test_seed_000_cheeseburger_under_latin1_only() -> None:
+    latin1 = Policy(allowed_ranges=[(0x20, 0x7E), (0xA0, 0xFF)])
+    raw = b"/pubmed/?term=%E8%B5%B7%E5%8F%B8%E5%A0%A1"
+    assert parse_target(raw).get("term") == "起司堡"
+    with pytest.raises(InvalidTarget) as caught:
+        parse_target(raw, latin1)
+    assert (caught.value.rule, caught.value.component, caught.value.offset) == (
+        "forbidden-char",
+        "query",
+        14,
+    )
+    assert parse_target(b"/caf%C3%A9?q=%C3%BF", latin1).segments == ("café",)
+
+
+def test_allowed_ranges_narrow_ascii_too() -> None:
+    letters = Policy(allowed_ranges=[(0x61, 0x7A)])
+    assert parse_target(b"/abc/def?x=yz", letters).segments == ("abc", "def")
+    assert rule_of(b"/abc/d1", letters) == "forbidden-char"
+    assert rule_of(b"/abc?x=a+b", letters) == "forbidden-char"  # '+' decodes to space
+
+
+def test_allow_chars_reallows_default_forbidden() -> None:
+    textarea = Policy(allow_chars="\r\n")
+    assert parse_target(b"/x?msg=a%0D%0Ab", textarea).get("msg") == "a\r\nb"
+    assert rule_of(b"/x?msg=a%00", textarea) == "forbidden-char"
+
+
+def test_browser_preset_query_extras_and_limits() -> None:
+    assert parse_target(b"/x?q=[1]\\^`{|}", BROWSER).get("q") == "[1]\\^`{|}"
+    assert rule_of(b"/x?q=[1]") == "raw-char"
+    assert rule_of(b"/a\\b", BROWSER) == "raw-char"  # browsers send '\' as '/'
+    assert rule_of(b"/a b", BROWSER) == "raw-char"
+    assert rule_of(b'/a"', BROWSER) == "raw-char"
+
+
+# --- Target value ------------------------------------------------------------------------------
+
+
+def test_target_is_frozen_and_keeps_raw() -> None:
+    target = parse_target(b"http://h:1/a%20b?x=1")
+    assert target.raw == b"http://h:1/a%20b?x=1"
+    assert target.raw_path == b"/a%20b"
+    assert target.raw_query == b"x=1"
+    assert target.authority == "h:1"
+    with pytest.raises(AttributeError):
+        target.segments = ("x",)  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        target._raw = b"/"
+    assert parse_target(b"/a").raw_query is None
+    assert parse_target(b"/a").authority is None
+
+
+def test_target_lookups() -> None:
+    target = parse_target(b"/x?a=1&b=2&a=3&c")
+    assert target.get("a") == "1"
+    assert target.get_all("a") == ["1", "3"]
+    assert target.get("c") == ""
+    assert target.get("missing") is None
+    assert target.get("missing", "d") == "d"
+    assert target.get_all("missing") == []
+
+
+def test_target_equality_and_hash() -> None:
+    first, second = parse_target(b"/a?x=1"), parse_target(b"/a?x=1")
+    assert first == second
+    assert hash(first) == hash(second)
+    assert first != parse_target(b"/a?x=2")
+    assert isinstance(first, Target)
+    assert "segments=('a',)" in repr(first)
+
+
+def test_str_input() -> None:
+    assert parse_target("/caf%C3%A9").segments == ("café",)
+    assert rule_of("/café") == "raw-char"
+    assert rule_of("/\ud800") == "raw-char"  # a lone surrogate is never text here
+    assert parse_target(bytearray(b"/a")).segments == ("a",)
+    assert parse_target(memoryview(b"/a")).segments == ("a",)
+
+
+def test_wrong_type_is_a_type_error() -> None:
+    with pytest.raises(TypeError):
+        parse_target(123)  # type: ignore[call-overload]
+
+
+# --- the error ---------------------------------------------------------------------------------
+
+HOSTILE = [
+    b"/\r\nSet-Cookie: x=1",
+    b"/%0D%0ASet-Cookie:%20x",
+    b"/<script>alert(1)</script>",
+    b"/\x1b[31mred",
+    b"/x?q=%E2%80%AEevil",
+    b"/" + b"\xff" * 40,
+]
+
+
+@pytest.mark.parametrize("raw", HOSTILE)
+def test_message_never_contains_input(raw: bytes) -> None:
+    with pytest.raises(InvalidTarget) as caught:
+        parse_target(raw)
+    message = str(caught.value)
+    assert message.isascii()
+    assert message.isprintable()
+    for fragment in (b"Set-Cookie", b"script", b"red", b"evil"):
+        if fragment in raw:
+            assert fragment.decode() not in message
+    assert caught.value.reason in message
+
+
+def test_error_pickles_and_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="invalid-utf8"):
+        parse_target(b"/%C4")
+    error = InvalidTarget("dot-segment", "path", 2, 7)
+    copy = pickle.loads(pickle.dumps(error))
+    assert (copy.rule, copy.component, copy.index, copy.offset) == ("dot-segment", "path", 2, 7)
+
+
+def test_same_input_same_rule_whichever_policy_object() -> None:
+    # Several violations: the documented order picks one, every time.
+    raw = b"/%2e%2e/%C4/a//b?x=%zz"
+    assert {rule_of(raw) for _ in range(3)} == {"dot-segment"}
+    assert rule_of(raw, Policy(dot_segment="allow")) == "invalid-utf8"
