@@ -100,13 +100,28 @@ def test_fast_path_agrees_with_careful_path(raw: bytes, policy: Policy) -> None:
     """Whatever the fast path accepts, the careful path accepts identically."""
     if len(raw) > policy.max_length or raw[:1] != b"/" or raw.translate(None, policy._fast_ok):
         return
-    fast = _parse_fast(raw, policy)
+    fast = _parse_fast(raw, policy, raw.translate(None, policy._plain_ok))
     if fast is None:
         return
     careful = _parse_carefully(raw, policy)
     assert fast == careful
     assert fast.query == careful.query
     assert fast.params == careful.params
+
+
+@settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
+@given(raw=any_targets, policy=policies)
+@example(raw=b"/a/b?c=d+e", policy=Policy())
+def test_every_route_agrees_with_careful_path(raw: bytes, policy: Policy) -> None:
+    """Rejections come only from the careful path; whatever a faster route
+    accepts, the careful path accepts with the same result."""
+    try:
+        target = parse_target(raw, policy)
+    except InvalidTarget:
+        return
+    assert target == _parse_carefully(raw, policy)
+    assert target.raw_path == _parse_carefully(raw, policy).raw_path
+    assert target.raw_query == _parse_carefully(raw, policy).raw_query
 
 
 @settings(max_examples=500)

@@ -83,6 +83,10 @@ class Policy:
     _path_ok: bytes = dataclasses.field(init=False, repr=False, compare=False)
     _query_ok: bytes = dataclasses.field(init=False, repr=False, compare=False)
     _fast_ok: bytes = dataclasses.field(init=False, repr=False, compare=False)
+    _plain_ok: bytes = dataclasses.field(init=False, repr=False, compare=False)
+    _reject_empty: bool = dataclasses.field(init=False, repr=False, compare=False)
+    _reject_dots: bool = dataclasses.field(init=False, repr=False, compare=False)
+    _plain_max: int = dataclasses.field(init=False, repr=False, compare=False)
     _path_bad: re.Pattern[bytes] = dataclasses.field(init=False, repr=False, compare=False)
     _query_bad: re.Pattern[bytes] = dataclasses.field(init=False, repr=False, compare=False)
     _forbidden: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
@@ -124,7 +128,11 @@ class Policy:
         set_(self, "_query_bad", _outside(query_ok))
         # One translate() over the whole target is enough when every byte is
         # allowed in both components ('?' itself ends the path).
-        set_(self, "_fast_ok", g.to_bytes((path_ok | {g.QUESTION}) & query_ok))
+        fast_ok = (path_ok | {g.QUESTION}) & query_ok
+        set_(self, "_fast_ok", g.to_bytes(fast_ok))
+        set_(self, "_plain_ok", g.to_bytes(fast_ok - {g.PERCENT, g.SEMICOLON}))
+        set_(self, "_reject_empty", self.empty_segment == "reject")
+        set_(self, "_reject_dots", self.dot_segment == "reject")
         allowed = _allowed_intervals(ranges, self.allow_chars)
         forbidden = _forbidden_pattern(allowed)
         set_(self, "_forbidden", forbidden)
@@ -134,6 +142,12 @@ class Policy:
         raw_text = g.to_str(path_ok | query_ok | {ord(" ")})
         set_(self, "_ascii_clean", forbidden.search(raw_text) is None)
         set_(self, "_utf8_safe", g.to_bytes(_safe_utf8_bytes(allowed)))
+        # The parser's plain path (see parse_target) serves targets up to
+        # this length: n bytes hold at most n segments or n query pairs, so
+        # no count can pass a limit. A policy that forbids some ASCII
+        # characters never takes it.
+        limit = min(self.max_length, self.max_segments, self.max_params)
+        set_(self, "_plain_max", limit if self._ascii_clean else -1)
 
     @classmethod
     def browser(cls, **changes: Any) -> Policy:

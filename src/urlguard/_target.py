@@ -75,38 +75,40 @@ def _unescape(raw: bytes) -> bytes:
     return _escape_decode(raw.replace(b"%", b"\\x"))[0]
 
 
+# Query pairs from decoded text in one C call: each non-empty '&'-piece,
+# split at its first '='. Used only where no decoded '&' or '=' came from an
+# escape (the fast path checks that), so splitting after decoding is exact.
+_PAIRS: Final = re.compile(r"&*(?=[^&])([^&=]*)=?([^&]*)")
+
+
 class Target:
     """A request target that passed every rule, with its decoded pieces.
 
-    Immutable: every public attribute is read-only. ``raw`` is the target exactly as received; ``segments`` and
-    ``query`` are the decoded pieces, split before decoding, so a ``%2F``
-    kept by ``encoded_slash="keep"`` is a ``/`` *inside* a segment and a
-    ``%26`` is an ``&`` inside a query value.
+    Immutable: every public attribute is read-only. ``raw`` is the target
+    exactly as received; ``segments`` and ``query`` are the decoded pieces,
+    split before decoding, so a ``%2F`` kept by ``encoded_slash="keep"`` is a
+    ``/`` *inside* a segment and a ``%26`` is an ``&`` inside a query value.
+    Both are built from already validated text the first time they are read.
 
         >>> t = parse_target(b"/caf%C3%A9/x?q=a+b&q=c")
         >>> t.segments, t.query, t.get("q"), t.get_all("q")
         (('café', 'x'), (('q', 'a b'), ('q', 'c')), 'a b', ['a b', 'c'])
     """
 
-    __slots__ = (
-        "_authority",
-        "_params",
-        "_query",
-        "_query_text",
-        "_raw",
-        "_raw_path",
-        "_raw_query",
-        "_segments",
-    )
-
+    # Filled in by the parser, nowhere else; the public attributes are
+    # read-only properties. No __slots__: the class holds the defaults, so
+    # the fast path stores only what differs (each store costs, per request).
+    # The fast path leaves _segments and _query unset and keeps the checked
+    # text (_path_text, _query_text; _plus: '+' still to become space).
     _raw: bytes
-    _raw_path: bytes
-    _raw_query: bytes | None
-    _authority: str | None
-    _segments: tuple[str, ...]
-    _params: tuple[Pairs, ...] | None
-    _query: Pairs | None
-    _query_text: str
+    _path_start: int = 0
+    _authority: str | None = None
+    _path_text: str = ""
+    _query_text: str = ""
+    _plus: bool = False
+    _segments: tuple[str, ...] | None = None
+    _params: tuple[Pairs, ...] | None = None
+    _query: Pairs | None = None
 
     @property
     def raw(self) -> bytes:
@@ -116,12 +118,16 @@ class Target:
     @property
     def raw_path(self) -> bytes:
         """The path as received (``b"/"`` for an absolute-form target without one)."""
-        return self._raw_path
+        question = self._raw.find(b"?", self._path_start)
+        end = question if question >= 0 else len(self._raw)
+        return self._raw[self._path_start : end] or b"/"
 
     @property
     def raw_query(self) -> bytes | None:
         """The query as received, without the ``?``; ``None`` when there was no ``?``."""
-        return self._raw_query
+        # The authority of an absolute-form target never holds a '?'.
+        question = self._raw.find(b"?", self._path_start)
+        return None if question < 0 else self._raw[question + 1 :]
 
     @property
     def authority(self) -> str | None:
@@ -132,27 +138,29 @@ class Target:
     def segments(self) -> tuple[str, ...]:
         """The decoded path segments: ``/`` is ``("",)``, ``/a/b/`` is ``("a", "b", "")``.
         Under ``path_params="split"`` each is the part before its first ``;``."""
-        return self._segments
+        segments = self._segments
+        if segments is None:
+            segments = self._segments = tuple(self._path_text[1:].split("/"))
+        return segments
 
     @property
     def params(self) -> tuple[Pairs, ...]:
         """Matrix parameters per segment under ``path_params="split"``, aligned
         with ``segments``; all empty under the other modes."""
         if self._params is None:
-            return ((),) * len(self._segments)
+            return ((),) * len(self.segments)
         return self._params
 
     @property
     def query(self) -> Pairs:
         """The decoded query pairs, in order; a piece without ``=`` has value ``""``."""
-        if self._query is None:
-            # Validated already; built on first read (the fast path checked
-            # that no decoded '&' or '=' can be mistaken for a separator).
-            self._query = tuple(
-                (name, value)
-                for name, _, value in (p.partition("=") for p in self._query_text.split("&") if p)
-            )
-        return self._query
+        query = self._query
+        if query is None:
+            text = self._query_text
+            if self._plus:
+                text = text.replace("+", " ")
+            query = self._query = tuple(_PAIRS.findall(text))
+        return query
 
     def get(self, name: str, default: str | None = None) -> str | None:
         """The first value of query parameter ``name``, or ``default``."""
@@ -170,17 +178,17 @@ class Target:
             return NotImplemented
         return (
             self._raw == other._raw
-            and self._segments == other._segments
+            and self.segments == other.segments
             and self.params == other.params
             and self.query == other.query
         )
 
     def __hash__(self) -> int:
-        return hash((self._raw, self._segments))
+        return hash((self._raw, self.segments))
 
     def __repr__(self) -> str:
         return (
-            f"Target(raw={self._raw!r}, segments={self._segments!r}, query={self.query!r}"
+            f"Target(raw={self._raw!r}, segments={self.segments!r}, query={self.query!r}"
             + (f", params={self._params!r}" if self._params is not None else "")
             + ")"
         )
@@ -188,26 +196,20 @@ class Target:
 
 def _make_target(
     raw: bytes,
-    raw_path: bytes,
-    raw_query: bytes | None,
+    path_start: int,
     authority: str | None,
     segments: tuple[str, ...],
     params: tuple[Pairs, ...] | None,
-    query: Pairs | None,
-    query_text: str,
+    query: Pairs,
 ) -> Target:
-    # Plain slot stores: the public attributes are read-only properties, so
-    # this is the only writer. (object.__setattr__ would cost several times
-    # as much, on every request.)
+    """A Target from the careful path, with every piece decoded already."""
     target = _new_target(Target)
     target._raw = raw
-    target._raw_path = raw_path
-    target._raw_query = raw_query
+    target._path_start = path_start
     target._authority = authority
     target._segments = segments
     target._params = params
     target._query = query
-    target._query_text = query_text
     return target
 
 
@@ -238,10 +240,27 @@ def parse_target(raw: bytes | bytearray | memoryview | str, policy: Policy | Non
     p = DEFAULT_POLICY if policy is None else policy
     if type(raw) is not bytes:
         raw = _as_bytes(raw)
-    if len(raw) <= p.max_length and raw[:1] == b"/" and not raw.translate(_SAME, p._fast_ok):
-        target = _parse_fast(raw, p)
-        if target is not None:
+    if len(raw) <= p._plain_max and raw[:1] == b"/" and not raw.translate(_SAME, p._plain_ok):
+        # The common case: plain ASCII, every byte allowed raw, no '%' and no
+        # ';', short enough that no count can pass a limit. Without '//' or
+        # '/.' in the path, no rule can fail: keep the text, and build the
+        # pieces when first read.
+        path_text, _, query_text = raw.decode("ascii").partition("?")
+        if "//" not in path_text and "/." not in path_text:
+            target = _new_target(Target)
+            target._raw = raw
+            target._path_text = path_text
+            target._query_text = query_text
+            target._plus = p.plus_as_space
             return target
+    if len(raw) <= p.max_length and raw[:1] == b"/":
+        # One translate() finds every byte that is not plain: '%', ';', and
+        # anything not allowed raw. Only the first two leave the fast path open.
+        special = raw.translate(_SAME, p._plain_ok)
+        if not special or not special.translate(_SAME, p._fast_ok):
+            fast = _parse_fast(raw, p, special)
+            if fast is not None:
+                return fast
     return _parse_carefully(raw, p)
 
 
@@ -254,65 +273,93 @@ def _as_bytes(raw: object) -> bytes:
     raise TypeError(f"parse_target() takes bytes or str, not {type(raw).__name__}")
 
 
-def _parse_fast(raw: bytes, p: Policy) -> Target | None:
+def _parse_fast(raw: bytes, p: Policy, special: bytes) -> Target | None:
     """Accept a common origin-form target with whole-component operations, or
     return ``None`` to leave the verdict to ``_parse_carefully``.
 
-    The caller has checked the length, the leading '/', and that every byte
-    is allowed raw in both path and query (so no '#' and no control)."""
+    The caller has checked the length and the leading '/', and that every
+    byte is allowed raw in both path and query; ``special`` holds the '%'
+    and ';' bytes of the target (empty for a plain one)."""
     question = raw.find(b"?")
-    if question < 0:
-        path, query = raw, None
-    else:
-        path, query = raw[:question], raw[question + 1 :]
-    if g.SEMICOLON in path or (p.empty_segment == "reject" and b"//" in path):
+    end = question if question >= 0 else len(raw)
+    if p._reject_empty and raw.find(b"//", 0, end) >= 0:
         return None
-    if g.PERCENT in path:
-        try:
-            decoded = _unescape(path)
-            path_text = decoded.decode("utf-8")
-        except ValueError:  # a malformed escape, or not UTF-8
-            return None
-        # An escape that changed the structure or can trip a segment rule:
-        # %2F adds a '/', %5C a '\', %25 a '%' (double encoding?). Encoded
-        # dots need nothing here: the dot check below sees decoded segments.
-        if decoded.count(b"/") != path.count(b"/") or _BACKSLASH in decoded or g.PERCENT in decoded:
-            return None
-        if decoded.translate(_SAME, p._utf8_safe) and p._forbidden.search(path_text):
-            return None
-    else:
-        path_text = path.decode("ascii")
-        if not p._ascii_clean and p._forbidden.search(path_text):
-            return None
-    segments = tuple(path_text[1:].split("/"))
-    if len(segments) > p.max_segments:
+    if raw.count(b"/", 0, end) > p.max_segments:
         return None
-    if p.dot_segment == "reject" and ("." in segments or ".." in segments):
-        return None
-    if query is None:
-        return _make_target(raw, path, None, None, segments, None, (), "")
-    if query.count(b"&") >= p.max_params:
-        return None
-    if p.plus_as_space and g.PLUS in query:
-        query_bytes = query.replace(b"+", b" ")
+    plus = False
+    if special:
+        path = raw[:end]
+        if g.SEMICOLON in path:
+            return None
+        if g.PERCENT in path:
+            try:
+                decoded = _unescape(path)
+                path_text = decoded.decode("utf-8")
+            except ValueError:  # a malformed escape, or not UTF-8
+                return None
+            # An escape that changed the structure or can trip a segment
+            # rule: %2F adds a '/', %5C a '\\', %25 a '%' (double encoding?).
+            # Encoded dots need nothing here: the dot check reads decoded text.
+            if (
+                decoded.count(b"/") != path.count(b"/")
+                or _BACKSLASH in decoded
+                or g.PERCENT in decoded
+            ):
+                return None
+            if decoded.translate(_SAME, p._utf8_safe) and p._forbidden.search(path_text):
+                return None
+        else:
+            path_text = path.decode("ascii")
+            if not p._ascii_clean and p._forbidden.search(path_text):
+                return None
+        query_text = ""
+        if question >= 0:
+            query = raw[question + 1 :]
+            if g.PERCENT in query:
+                if p.plus_as_space:
+                    # '+' is space before percent-decoding, so %2B stays '+'.
+                    query = query.replace(b"+", b" ")
+                try:
+                    decoded = _unescape(query)
+                    query_text = decoded.decode("utf-8")
+                except ValueError:
+                    return None
+                # %26 and %3D would pass for separators once decoded.
+                if decoded.count(b"&") != query.count(b"&") or decoded.count(b"=") != query.count(
+                    b"="
+                ):
+                    return None
+                if decoded.translate(_SAME, p._utf8_safe) and p._forbidden.search(query_text):
+                    return None
+            else:
+                query_text = query.decode("ascii")
+                plus = p.plus_as_space
+                if not p._ascii_clean and p._forbidden.search(query_text):
+                    return None
     else:
-        query_bytes = query
-    if g.PERCENT in query:
-        try:
-            decoded = _unescape(query_bytes)
-            query_text = decoded.decode("utf-8")
-        except ValueError:
+        # Plain ASCII, no escapes: the text is the bytes.
+        text = raw.decode("ascii")
+        if not p._ascii_clean and p._forbidden.search(text):
             return None
-        # %26 and %3D would pass for separators once decoded: split first.
-        if decoded.count(b"&") != query.count(b"&") or decoded.count(b"=") != query.count(b"="):
+        if question >= 0:
+            path_text = text[:question]
+            query_text = text[question + 1 :]
+            plus = p.plus_as_space
+        else:
+            path_text, query_text = text, ""
+    # A dot segment always follows a '/': look closer only then.
+    if p._reject_dots and "/." in path_text:
+        segments = path_text[1:].split("/")
+        if "." in segments or ".." in segments:
             return None
-        if decoded.translate(_SAME, p._utf8_safe) and p._forbidden.search(query_text):
-            return None
-    else:
-        query_text = query_bytes.decode("ascii")
-        if not p._ascii_clean and p._forbidden.search(query_text):
-            return None
-    return _make_target(raw, path, query, None, segments, None, None, query_text)
+    if question >= 0 and raw.count(b"&", question) >= p.max_params:
+        return None
+    target = _new_target(Target)
+    target._raw = raw
+    target._path_text = path_text
+    target._query_text = query_text
+    target._plus = plus
+    return target
 
 
 def _parse_carefully(raw: bytes, p: Policy) -> Target:
@@ -361,7 +408,7 @@ def _parse_carefully(raw: bytes, p: Policy) -> Target:
     query = tuple(
         _check_pair(piece, offset, i, p) for i, (piece, offset) in enumerate(query_pieces)
     )
-    return _make_target(raw, raw_path, raw_query, authority, segments, params, query, "")
+    return _make_target(raw, path_start, authority, segments, params, query)
 
 
 def _check_segments(
