@@ -13,6 +13,16 @@ The WSGI and ASGI middlewares live in ``urlguard.wsgi`` and ``urlguard.asgi``.
 """
 
 from ._config import Config, config_from_mapping, load_config
+from ._encode import (
+    build_target,
+    build_url,
+    clean_uri,
+    encode_fragment,
+    encode_path_segment,
+    encode_query_name,
+    encode_query_value,
+    pretty_uri,
+)
 from ._errors import RULES, InvalidTarget
 from ._policy import Policy
 from ._target import Target, parse_target
@@ -23,7 +33,15 @@ __all__ = [
     "InvalidTarget",
     "Policy",
     "Target",
+    "build_target",
+    "build_url",
+    "clean_uri",
     "config_from_mapping",
+    "encode_fragment",
+    "encode_path_segment",
+    "encode_query_name",
+    "encode_query_value",
     "load_config",
     "parse_target",
+    "pretty_uri",
 ]
