@@ -1,0 +1,72 @@
+"""One-line access to the guarded target from a framework's request object.
+
+The middlewares (``urlguard.asgi``, ``urlguard.wsgi``) store the decoded
+:class:`~urlguard.Target` at ``scope["urlguard.target"]`` /
+``environ["urlguard.target"]``. These helpers read it back, one module per
+framework, each importing only its own framework:
+
+================  ==============================================================
+Starlette         ``urlguard.integrations.starlette.get_target(request)``
+FastAPI           ``target: GuardedTarget`` (``urlguard.integrations.fastapi``)
+Flask             ``urlguard.integrations.flask.get_target()``
+Django            ``urlguard.integrations.django.get_target(request)`` (WSGI and ASGI)
+================  ==============================================================
+
+``get_target`` raises :class:`TargetUnavailable` when there is no target: the
+middleware is not installed in front of the application, the request was
+``OPTIONS *``, or, in report-only mode, the target broke a rule and was let
+through (then ``get_violation`` returns the :class:`~urlguard.InvalidTarget`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .._errors import InvalidTarget
+from .._guard import TARGET_KEY, VIOLATION_KEY
+from .._target import Target
+
+__all__ = ["TargetUnavailable", "target_from", "violation_from"]
+
+
+class TargetUnavailable(RuntimeError):
+    """There is no guarded target for this request.
+
+    ``violation`` is the :class:`~urlguard.InvalidTarget` when the request
+    broke a rule and was let through in report-only mode, else ``None`` (the
+    middleware is not installed in front of this application, or the request
+    was ``OPTIONS *``).
+    """
+
+    violation: InvalidTarget | None
+
+    def __init__(self, violation: InvalidTarget | None = None) -> None:
+        self.violation = violation
+        if violation is not None:
+            message = (
+                f"urlguard: this request broke rule {violation.rule!r} and was let through "
+                "in report-only mode, so it has no target; read get_violation() instead"
+            )
+        else:
+            message = (
+                "urlguard: no target on this request: urlguard's StrictURLMiddleware is "
+                "not installed in front of this application (or the request was OPTIONS *)"
+            )
+        super().__init__(message)
+
+
+def target_from(carrier: Mapping[str, Any]) -> Target:
+    """The target stored in an ASGI scope or WSGI environ, or :class:`TargetUnavailable`."""
+    target = carrier.get(TARGET_KEY)
+    if isinstance(target, Target):
+        return target
+    violation = carrier.get(VIOLATION_KEY)
+    raise TargetUnavailable(violation if isinstance(violation, InvalidTarget) else None)
+
+
+def violation_from(carrier: Mapping[str, Any]) -> InvalidTarget | None:
+    """The violation stored in an ASGI scope or WSGI environ (report-only mode,
+    or for an ``on_reject`` response), else ``None``."""
+    violation = carrier.get(VIOLATION_KEY)
+    return violation if isinstance(violation, InvalidTarget) else None
