@@ -1,0 +1,518 @@
+"""Reading access logs for ``urlguard audit``: which requests would be rejected.
+
+Security model: a log is untrusted input written by untrusted clients. It is
+read as bytes and never decoded as text; the server's own log escaping
+(nginx and Apache write ``\\xHH``, Apache also ``\\"`` and ``\\\\``) is undone
+so that the target checked is the one the server received; and nothing from
+the log is ever shown unescaped: examples go through :func:`display`, which
+keeps printable ASCII only. A file that is not a text log (binary data, a
+broken gzip stream, no line in the expected format) is an :class:`AuditError`
+with a one-line message, never a traceback.
+
+Speed: access logs repeat the same targets over and over. Input is read a
+megabyte at a time; one ``findall`` of a precompiled regex pulls every request
+field out of the chunk and a ``Counter`` counts them, both in C. Python code
+runs once per *distinct* field of the chunk: a lookup in a bounded cache of
+verdicts (emptied when full), and ``parse_target`` on a miss.
+
+    >>> auditor = Auditor(Policy())
+    >>> auditor.feed_lines([b"/ok", b"/caf%C3%A9", b"/%C4rzteblatt"], "targets")
+    >>> report = auditor.report()
+    >>> report.lines, report.rejected, report.rules
+    (3, 1, {'invalid-utf8': 1})
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import io
+import os
+import re
+import sys
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Final, Literal, Protocol
+
+from ._errors import RULES, InvalidTarget
+from ._policy import Policy
+from ._target import parse_target
+
+Format = Literal["auto", "combined", "common", "targets"]
+FORMATS: Final[tuple[str, ...]] = ("auto", "combined", "common", "targets")
+
+#: Verdicts besides the rule codes. Neither can be mistaken for a rule code.
+OK: Final = "ok"
+UNPARSEABLE: Final = "unparseable"
+
+#: How many distinct request fields keep their verdict cached. Emptied when
+#: full: the working set of a busy site refills it in a moment.
+CACHE_SIZE: Final = 1 << 16
+#: Example targets kept per rule.
+EXAMPLES: Final = 3
+#: Bytes asked of the input at a time.
+CHUNK: Final = 1 << 20
+#: A longer line is not a log line; it is counted unparseable and skipped
+#: without keeping it in memory. (nginx and Apache refuse request lines over
+#: 8 KiB by default; a log line with headers stays far below this.)
+MAX_LINE: Final = 1 << 20
+#: Lines looked at to tell a log from a list of targets (``--format auto``).
+SAMPLE: Final = 16
+
+# --- Log line formats -------------------------------------------------------
+#
+# NCSA common log format, as written by Apache (LogFormat "%h %l %u %t \"%r\"
+# %>s %b") and nginx (log_format combined starts the same way):
+#     127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /a.gif HTTP/1.0" 200 2326
+# Any number of fields may come before the [time] field (Apache's
+# vhost_combined puts "%v:%p" first; proxies often log X-Forwarded-For there).
+# The request is the quoted field right after [time]; inside it a '"' or '\'
+# is always escaped (nginx: \x22 \x5C; Apache: \" \\), hence the unrolled loop
+# "[^"\\]*(?:\\.[^"\\]*)*" (linear, no nested quantifier over one character).
+# The patterns run over a whole chunk (MULTILINE): no class may cross a '\n',
+# and each match runs to the end of its line so the search resumes at the next.
+_QUOTED: Final = rb'"([^"\\\n]*(?:\\.[^"\\\n]*)*)"'
+_ANY_QUOTED: Final = rb'"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+_COMMON_PREFIX: Final = rb"^[^\"\[\n]*\[[^\]\n]*\] " + _QUOTED + rb" [0-9]{3} (?:[0-9]+|-)"
+# The combined format adds "%{Referer}i" "%{User-agent}i"; many setups append
+# more fields after those, so anything may follow a space.
+_LINE_END: Final = rb"(?: [^\n]*|\r?)$"
+_COMMON: Final = re.compile(_COMMON_PREFIX + _LINE_END, re.MULTILINE)
+_COMBINED: Final = re.compile(
+    _COMMON_PREFIX + b" " + _ANY_QUOTED + b" " + _ANY_QUOTED + _LINE_END, re.MULTILINE
+)
+
+# RFC 9112 §3: request-line = method SP request-target SP HTTP-version, with
+# method = token (RFC 9110 §5.6.2) and HTTP-version = "HTTP/" DIGIT "." DIGIT
+# (logs of HTTP/2 say "HTTP/2.0", some say "HTTP/2"). The target is whatever
+# lies between the first and the last space, so a target with a raw space is
+# checked (and rejected as raw-char) rather than miscounted.
+_TOKEN: Final = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_REQUEST_LINE: Final = re.compile(rb"(" + _TOKEN + rb") (.+) HTTP/[0-9]+(?:\.[0-9]+)?", re.DOTALL)
+
+# The escapes nginx (ngx_http_log_escape: \xHH for '"', '\', bytes < 0x20 and
+# > 0x7E) and Apache (ap_escape_logitem: \" \\ \b \n \r \t \v, else \xhh)
+# write into a logged request line.
+_LOG_ESCAPE: Final = re.compile(rb'\\(?:x([0-9A-Fa-f]{2})|(["\\bnrtv]))')
+_SIMPLE_ESCAPES: Final[dict[bytes, bytes]] = {
+    b'"': b'"',
+    b"\\": b"\\",
+    b"b": b"\b",
+    b"n": b"\n",
+    b"r": b"\r",
+    b"t": b"\t",
+    b"v": b"\v",
+}
+_BACKSLASH: Final = ord("\\")
+
+# What a line of a plain list of targets starts with (for --format auto):
+# origin-form or http(s) absolute-form.
+_LOOKS_LIKE_TARGET: Final = re.compile(rb"/|[Hh][Tt][Tt][Pp][Ss]?://")
+
+# --- Display ----------------------------------------------------------------
+
+# Printable ASCII stays; '\' becomes '\\' so that '\xHH' is never ambiguous;
+# everything else is '\xHH'.
+_DISPLAY: Final[tuple[str, ...]] = tuple(
+    "\\\\" if b == _BACKSLASH else chr(b) if 0x20 <= b <= 0x7E else f"\\x{b:02X}"
+    for b in range(256)
+)
+
+
+def display_pieces(raw: bytes) -> list[str]:
+    """One printable-ASCII string per byte of ``raw`` (see :func:`display`)."""
+    return [_DISPLAY[b] for b in raw]
+
+
+def display(raw: bytes, limit: int | None = None) -> str:
+    """``raw`` escaped for a terminal or a log line: printable ASCII as is,
+    ``\\`` as ``\\\\``, every other byte as ``\\xHH``. Never a control
+    character, never a line break. With ``limit``, at most that many bytes are
+    shown, then ``...``.
+
+        >>> display(b"/caf\\xc3\\xa9\\r\\n")
+        '/caf\\\\xC3\\\\xA9\\\\x0D\\\\x0A'
+    """
+    if limit is not None and len(raw) > limit:
+        return "".join(_DISPLAY[b] for b in raw[:limit]) + "..."
+    return "".join(_DISPLAY[b] for b in raw)
+
+
+def unescape_log(field: bytes) -> bytes:
+    """Undo the escaping nginx and Apache apply to a logged request line.
+
+    >>> unescape_log(rb'GET /a\\x22b\\\\c\\xC3\\xA9 HTTP/1.1')
+    b'GET /a"b\\\\c\\xc3\\xa9 HTTP/1.1'
+    """
+    if _BACKSLASH not in field:
+        return field
+    return _LOG_ESCAPE.sub(_unescape_one, field)
+
+
+def _unescape_one(match: re.Match[bytes]) -> bytes:
+    hex_digits = match[1]
+    if hex_digits is not None:
+        return bytes((int(hex_digits, 16),))
+    return _SIMPLE_ESCAPES[match[2]]
+
+
+# --- Errors and reports -----------------------------------------------------
+
+
+class AuditError(Exception):
+    """An input that cannot be audited; ``str()`` is one printable line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+    """Totals of an audit. ``lines == parsed + unparseable``; ``rejected``
+    counts parsed lines whose target would be rejected, ``rules`` splits it
+    per rule code, ``examples`` holds up to three distinct escaped targets
+    per rule."""
+
+    lines: int
+    parsed: int
+    unparseable: int
+    rejected: int
+    rules: dict[str, int]
+    examples: dict[str, list[str]]
+
+    def share(self, rule: str) -> float:
+        """The fraction of parsed lines rejected under ``rule``."""
+        return self.rules.get(rule, 0) / self.parsed if self.parsed else 0.0
+
+    def as_json(self) -> dict[str, object]:
+        """The ``audit --json`` object (DESIGN.md §5: at least ``lines``,
+        ``rejected`` and ``rules``)."""
+        return {
+            "lines": self.lines,
+            "parsed": self.parsed,
+            "unparseable": self.unparseable,
+            "rejected": self.rejected,
+            "rules": dict(self.rules),
+            "share": {rule: round(self.share(rule), 6) for rule in self.rules},
+            "examples": {rule: list(found) for rule, found in self.examples.items()},
+        }
+
+
+class Progress(Protocol):
+    """The part of ``tqdm`` the auditor uses."""
+
+    def update(self, n: int) -> object: ...
+
+    def close(self) -> None: ...
+
+
+ProgressFactory = Callable[[str, int | None], Progress]
+
+
+# --- The auditor ------------------------------------------------------------
+
+
+class Auditor:
+    """Counts, over any number of inputs, the verdicts of ``parse_target``
+    under one policy. Feed it files (:meth:`feed_file`) or lines
+    (:meth:`feed_lines`); read the totals with :meth:`report`."""
+
+    def __init__(self, policy: Policy, fmt: Format = "auto") -> None:
+        if fmt not in FORMATS:
+            raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+        self._policy = policy
+        self._format: Format = fmt
+        # One tally for every verdict: OK, UNPARSEABLE and each rule code.
+        self._tally: dict[str, int] = dict.fromkeys((OK, UNPARSEABLE, *RULES), 0)
+        # Verdicts per request field (logs) and per line (lists of targets):
+        # the same bytes mean different things in the two.
+        self._log_cache: dict[bytes, str] = {}
+        self._target_cache: dict[bytes, str] = {}
+        self._examples: dict[str, list[str]] = {}
+        # Lines that matched a log format (for the per-file format check).
+        self._matched = 0
+
+    # -- public ---------------------------------------------------------------
+
+    def feed_file(self, name: str, progress: ProgressFactory | None = None) -> None:
+        """Audit one file: a path, or ``-`` for standard input; plain or gzip
+        (recognised by its magic bytes, whatever its name). Raises
+        :class:`AuditError` for a file that cannot be read or is not a log."""
+        shown = "<stdin>" if name == "-" else display(os.fsencode(name), limit=200)
+        with _open(name, shown) as source:
+            bar = progress(shown, source.size) if progress is not None else None
+            try:
+                self._feed_source(source, shown, bar)
+            finally:
+                if bar is not None:
+                    bar.close()
+
+    def feed_lines(self, lines: Iterable[bytes], fmt: Format | None = None) -> None:
+        """Audit lines (without their line breaks) already in memory."""
+        chosen = self._format if fmt is None else fmt
+        batch = list(lines)
+        if chosen == "auto":
+            chosen = self._detect(batch, "input") if any(map(bytes.strip, batch)) else "targets"
+        self._scan(b"".join(line + b"\n" for line in batch), chosen)
+
+    def report(self) -> Report:
+        tally = self._tally
+        lines = sum(tally.values())
+        unparseable = tally[UNPARSEABLE]
+        rules: dict[str, int] = {rule: tally[rule] for rule in RULES if tally[rule]}
+        return Report(
+            lines=lines,
+            parsed=lines - unparseable,
+            unparseable=unparseable,
+            rejected=sum(rules.values()),
+            rules=rules,
+            examples={rule: list(self._examples[rule]) for rule in rules},
+        )
+
+    # -- reading ---------------------------------------------------------------
+
+    def _feed_source(self, source: _Source, shown: str, bar: Progress | None) -> None:
+        fmt = self._format
+        sample: list[bytes] = []  # --format auto: the first runs of lines
+        sampled = 0  # non-blank lines in the sample
+        matched_before = self._matched
+        text_seen = False
+        for body in source.batches(bar):
+            if not text_seen and body.strip():
+                text_seen = True
+            if fmt == "auto":
+                sample.append(body)
+                sampled += sum(1 for line in body.split(b"\n") if line.strip())
+                if sampled < SAMPLE:
+                    continue
+                fmt = self._detect(b"".join(sample).split(b"\n"), shown)
+                body, sample = b"".join(sample), []
+            self._scan(body, fmt)
+        if fmt == "auto":  # a short file: all of it was the sample
+            body = b"".join(sample)
+            fmt = self._detect(body.split(b"\n"), shown) if sampled else "targets"
+            self._scan(body, fmt)
+        # Overlong lines were dropped while reading: each is one unparseable line.
+        self._tally[UNPARSEABLE] += source.overlong
+        if fmt in ("common", "combined") and text_seen and self._matched == matched_before:
+            raise AuditError(
+                f"{shown}: no line is in the {fmt} log format "
+                "(a request line in quotes after the [time] field); see --format"
+            )
+
+    def _detect(self, sample: list[bytes], shown: str) -> Format:
+        lines = [line for line in sample if line.strip()][:SAMPLE]
+        if any(_COMMON.match(line) for line in lines):
+            return "common"  # combined lines are common lines with more after
+        if any(_LOOKS_LIKE_TARGET.match(line) for line in lines):
+            return "targets"
+        raise AuditError(
+            f"{shown}: not an access log (combined or common format) nor a list of "
+            "targets starting with '/' or http(s)://; see --format"
+        )
+
+    # -- the hot path: C over the chunk, Python once per distinct field ---------
+
+    def _scan(self, body: bytes, fmt: Format) -> None:
+        """Count the verdicts of ``body``: whole lines, each ending in ``\\n``."""
+        if fmt == "targets":
+            lines = body.split(b"\n")
+            lines.pop()  # after the last line break
+            self._count(Counter(lines), self._target_cache, self._judge_line)
+            return
+        pattern = _COMBINED if fmt == "combined" else _COMMON
+        fields: list[bytes] = pattern.findall(body)
+        self._matched += len(fields)
+        self._tally[UNPARSEABLE] += body.count(b"\n") - len(fields)
+        self._count(Counter(fields), self._log_cache, self._judge_request)
+
+    def _count(
+        self, counts: Counter[bytes], cache: dict[bytes, str], judge: Callable[[bytes], str]
+    ) -> None:
+        tally = self._tally
+        cached = cache.get
+        for key, count in counts.items():
+            verdict = cached(key)
+            if verdict is None:
+                verdict = judge(key)
+            tally[verdict] += count
+
+    # -- verdicts (once per distinct field) ------------------------------------
+
+    def _judge_request(self, field: bytes) -> str:
+        request = _REQUEST_LINE.fullmatch(unescape_log(field))
+        if request is None:
+            verdict = UNPARSEABLE
+        elif request[2] == b"*" and request[1] == b"OPTIONS":
+            verdict = OK  # the adapters pass "OPTIONS *" through (DESIGN.md §2, bad-form)
+        else:
+            verdict = self._judge_target(request[2])
+        _remember(self._log_cache, field, verdict)
+        return verdict
+
+    def _judge_line(self, line: bytes) -> str:
+        target = line[:-1] if line.endswith(b"\r") else line  # CRLF files
+        verdict = self._judge_target(target) if target else UNPARSEABLE
+        _remember(self._target_cache, line, verdict)
+        return verdict
+
+    def _judge_target(self, target: bytes) -> str:
+        try:
+            parse_target(target, self._policy)
+        except InvalidTarget as error:
+            rule: str = error.rule
+            found = self._examples.setdefault(rule, [])
+            if len(found) < EXAMPLES:
+                shown = display(target)
+                if shown not in found:
+                    found.append(shown)
+            return rule
+        return OK
+
+
+def _remember(cache: dict[bytes, str], key: bytes, verdict: str) -> None:
+    if len(cache) >= CACHE_SIZE:
+        cache.clear()
+    cache[key] = verdict
+
+
+# --- Opening inputs -----------------------------------------------------------
+
+
+class _Source:
+    """One opened input: plain or gzip, a file or standard input."""
+
+    def __init__(self, shown: str, raw: IO[bytes], owned: bool) -> None:
+        self.shown = shown
+        self._raw = raw
+        self._owned = owned
+        self.size: int | None = None
+        self._seekable = False
+        try:
+            if raw.seekable():
+                self.size = os.fstat(raw.fileno()).st_size
+                self._seekable = True
+        except (OSError, ValueError, io.UnsupportedOperation):
+            self.size = None
+        head = _peek(raw, 2)
+        self.gzip = head == b"\x1f\x8b"  # RFC 1952 §2.3.1: ID1 ID2
+        self._gzip_file = gzip.GzipFile(fileobj=raw, mode="rb") if self.gzip else None
+        #: Lines longer than MAX_LINE, dropped while reading.
+        self.overlong = 0
+
+    def __enter__(self) -> _Source:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._gzip_file is not None:
+            self._gzip_file.close()  # does not close the file it wraps
+        if self._owned:
+            self._raw.close()
+
+    def batches(self, bar: Progress | None) -> Iterator[bytes]:
+        """The input as runs of whole lines, each line ending in ``\\n``, about
+        a chunk at a time (a last line without a line break gets one).
+
+        Raises :class:`AuditError` on binary data (a NUL byte: no access log
+        and no list of targets contains one) and on broken gzip data."""
+        stream = self._gzip_file if self._gzip_file is not None else self._raw
+        # Whole chunks from a file; from a pipe, whatever is available (read1),
+        # so that lines are counted and progress moves while the writer is slow.
+        read: Callable[[int], bytes] = (
+            stream.read if self._seekable else getattr(stream, "read1", stream.read)
+        )
+        carry = b""  # the start of a line continued in the next chunk
+        skipping = False  # inside an overlong line, dropping it
+        done = 0  # progress so far
+        offset = 0  # bytes of (decompressed) data before this chunk
+        while True:
+            chunk = self._read(read)
+            if not chunk:
+                break
+            if 0 in chunk:
+                raise AuditError(
+                    f"{self.shown}: binary data (a NUL byte at byte offset "
+                    f"{offset + chunk.index(0)}): not a text log"
+                )
+            offset += len(chunk)
+            if bar is not None:
+                if self._seekable:
+                    position = self._raw.tell()
+                    bar.update(position - done)
+                    done = position
+                else:
+                    bar.update(len(chunk))
+            if skipping:
+                end = chunk.find(b"\n")
+                if end < 0:
+                    continue
+                chunk = chunk[end + 1 :]  # the rest of the overlong line
+                skipping = False
+            if carry:  # a line began in an earlier chunk
+                end = chunk.find(b"\n")
+                if len(carry) + (len(chunk) if end < 0 else end) > MAX_LINE:
+                    self.overlong += 1  # one unparseable line, dropped
+                    carry = b""
+                    if end < 0:
+                        skipping = True
+                        continue
+                    chunk = chunk[end + 1 :]
+                elif end < 0:
+                    carry += chunk
+                    continue
+            end = chunk.rfind(b"\n")
+            if end < 0:
+                carry = chunk  # at most CHUNK == MAX_LINE bytes
+                continue
+            body = carry + chunk[: end + 1]
+            carry = chunk[end + 1 :]
+            yield body
+        if carry:
+            yield carry + b"\n"
+
+    def _read(self, read: Callable[[int], bytes]) -> bytes:
+        try:
+            return read(CHUNK)
+        except EOFError:
+            raise AuditError(
+                f"{self.shown}: truncated gzip data (the compressed stream ends early)"
+            ) from None
+        except (gzip.BadGzipFile, zlib.error):
+            raise AuditError(f"{self.shown}: not valid gzip data") from None
+        except OSError as error:
+            raise AuditError(f"{self.shown}: cannot read: {_strerror(error)}") from None
+
+
+def _open(name: str, shown: str) -> _Source:
+    if name == "-":
+        stdin = getattr(sys.stdin, "buffer", None)
+        if stdin is None:
+            raise AuditError("-: standard input is not available")
+        return _Source("<stdin>", stdin, owned=False)
+    try:
+        raw = open(name, "rb")  # noqa: SIM115 (closed by _Source.__exit__)
+    except OSError as error:
+        raise AuditError(f"{shown}: cannot read: {_strerror(error)}") from None
+    try:
+        return _Source(shown, raw, owned=True)
+    except OSError as error:
+        raw.close()
+        raise AuditError(f"{shown}: cannot read: {_strerror(error)}") from None
+    except BaseException:
+        raw.close()
+        raise
+
+
+def _peek(raw: IO[bytes], size: int) -> bytes:
+    peek = getattr(raw, "peek", None)
+    if peek is not None:
+        head: bytes = peek(size)[:size]
+        return head
+    if raw.seekable():
+        position = raw.tell()
+        head = raw.read(size)
+        raw.seek(position)
+        return head
+    return b""
+
+
+def _strerror(error: OSError) -> str:
+    return error.strerror or type(error).__name__

@@ -1,0 +1,463 @@
+"""The ``urlguard`` command: check targets, audit access logs, encode pieces.
+
+    urlguard check [--policy strict|browser] [--config FILE] [--json] TARGET...
+    urlguard audit [--policy ...] [--config FILE] [--format auto|combined|common|targets]
+                   [--json] FILE...
+    urlguard encode segment|query|fragment TEXT  ·  urlguard clean URI  ·  urlguard pretty URI
+
+``check`` and ``audit`` exit 0 when everything passes, 1 when something would
+be rejected, 2 on usage errors and unreadable input (DESIGN.md §5, pinned).
+
+Security model: everything shown comes from untrusted input (a target from a
+ticket, a log written by clients), so nothing is printed raw. Targets and
+examples are shown with printable ASCII as is and every other byte as
+``\\xHH``; decoded text is shown as Python string literals (non-printable
+characters escaped); JSON output is ASCII. Errors are one line on stderr,
+never a traceback.
+
+    >>> main(["check", "/caf%C3%A9/x?q=a+b"])
+    ok      /caf%C3%A9/x?q=a+b
+            segments  ['café', 'x']
+            query     [('q', 'a b')]
+    0
+
+A rejected target is shown escaped, with a caret under the offending byte and
+the rule, its reason and its position on the next lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+# The public API, as any other user of urlguard would call it.
+from . import (
+    InvalidTarget,
+    Policy,
+    Target,
+    clean_uri,
+    encode_fragment,
+    encode_path_segment,
+    encode_query_value,
+    load_config,
+    parse_target,
+    pretty_uri,
+)
+from ._audit import FORMATS, AuditError, Auditor, Progress, ProgressFactory, Report, display
+from ._audit import display_pieces as _display_pieces
+
+#: Exit codes (DESIGN.md §5, pinned).
+EXIT_OK: Final = 0
+EXIT_REJECTED: Final = 1
+EXIT_ERROR: Final = 2
+
+#: Bytes shown on each side of the offending offset in ``check``.
+_CONTEXT: Final = 60
+#: Bytes of an audit example shown in the text report (JSON has them whole).
+_EXAMPLE_WIDTH: Final = 120
+#: Seconds before a progress bar appears: short runs never show one.
+_PROGRESS_DELAY: Final = 0.5
+
+_POLICY_HELP: Final = (
+    "strict (the default policy) or browser (also accepts, raw, what browsers send). "
+    "With --config, the file's keys win: --policy only chooses the preset the file "
+    "builds on when the file names no 'preset' of its own."
+)
+_CONFIG_HELP: Final = (
+    "a TOML policy file, standalone or a pyproject.toml with [tool.urlguard] (the same "
+    "file the middleware reads); its base policy is used, its [routes] are not"
+)
+_EXIT_HELP: Final = (
+    "exit status: 0 when every target passes, 1 when any would be rejected, "
+    "2 on usage errors and unreadable input"
+)
+
+
+class _Error(Exception):
+    """A one-line error for stderr; exit status 2."""
+
+
+# --- entry point ---------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``urlguard`` command with ``argv`` (default ``sys.argv[1:]``);
+    return the exit status."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse: --help (0) or a usage error (2)
+        return exit_.code if isinstance(exit_.code, int) else EXIT_ERROR
+    command: Callable[[argparse.Namespace], int] = args.command
+    try:
+        return command(args)
+    except _Error as error:
+        _fail(str(error))
+    except AuditError as error:
+        _fail(str(error))
+    except KeyboardInterrupt:
+        return 130  # 128 + SIGINT, as shells report it
+    except BrokenPipeError:
+        _silence_stdout()  # the reader went away (`| head`): nothing left to say
+    return EXIT_ERROR
+
+
+def _fail(message: str) -> None:
+    print(f"urlguard: error: {_one_line(message)}", file=sys.stderr)
+
+
+def _one_line(text: str) -> str:
+    """``text`` with every non-printable character (line breaks, controls,
+    bidi controls) escaped, so that an error is one safe line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="urlguard",
+        description="Check request targets and audit access logs against urlguard's "
+        "strict rules; encode URL pieces.",
+        epilog=_EXIT_HELP,
+    )
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+
+    check = commands.add_parser(
+        "check",
+        help="check request targets given on the command line",
+        description="Check each TARGET (origin-form '/path?query' or http(s) absolute-form, "
+        "exactly as a client would send it) and show its decoded segments and query, or "
+        "the rule it breaks with a caret under the offending byte.",
+        epilog=_EXIT_HELP,
+    )
+    _policy_options(check)
+    check.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object per target and line: target, ok, rule, segments, query",
+    )
+    check.add_argument("targets", nargs="+", metavar="TARGET")
+    check.set_defaults(command=_check)
+
+    audit = commands.add_parser(
+        "audit",
+        help="count which requests of an access log would be rejected",
+        description="Read access logs (nginx/Apache combined or common format), or plain "
+        "lists of targets, one per line; plain or gzip; '-' is standard input. Undo the "
+        "servers' log escaping (\\xHH, \\\", \\\\) and check each request target. Report "
+        "per rule the count, the share of parsed lines and up to three examples.",
+        epilog=_EXIT_HELP,
+    )
+    _policy_options(audit)
+    audit.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="auto",
+        help="the line format (default auto: a log if lines look like one, else a list "
+        "of targets; decided per file from its first lines)",
+    )
+    audit.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object: lines, parsed, unparseable, rejected, rules (rule -> "
+        "count), share, examples",
+    )
+    audit.add_argument("files", nargs="+", metavar="FILE")
+    audit.set_defaults(command=_audit)
+
+    encode = commands.add_parser(
+        "encode",
+        help="percent-encode one decoded piece of a URL",
+        description="Percent-encode TEXT as one path segment, one query value or a "
+        "fragment (UTF-8, upper-case hex). '%%' is always encoded: nothing is assumed "
+        "to be encoded already.",
+    )
+    encode.add_argument("component", choices=("segment", "query", "fragment"))
+    encode.add_argument("text", metavar="TEXT")
+    encode.add_argument(
+        "--space",
+        choices=("+", "%20"),
+        help="how a space is written in a query value (default '+')",
+    )
+    encode.set_defaults(command=_encode)
+
+    clean = commands.add_parser(
+        "clean",
+        help="make a URI typed by a person valid",
+        description="Escape what RFC 3986 never allows raw (space, controls, "
+        '" < > \\ ^ ` { | }, non-ASCII); keep reserved characters and valid escapes.',
+    )
+    clean.add_argument("uri", metavar="URI")
+    clean.set_defaults(command=_clean)
+
+    pretty = commands.add_parser(
+        "pretty",
+        help="show a URI for people",
+        description="Decode the escapes that are safe to show (letters, digits, "
+        "non-ASCII text); keep reserved characters, '%%', controls and bidi controls "
+        "escaped. Raw characters in URI are cleaned first, so nothing unsafe is shown.",
+    )
+    pretty.add_argument("uri", metavar="URI")
+    pretty.set_defaults(command=_pretty)
+    return parser
+
+
+def _policy_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--policy", choices=("strict", "browser"), help=_POLICY_HELP)
+    parser.add_argument("--config", metavar="FILE", help=_CONFIG_HELP)
+
+
+# --- policy ----------------------------------------------------------------------
+
+
+def _resolve_policy(args: argparse.Namespace) -> Policy:
+    """``--policy`` alone picks a preset. ``--config`` gives the file's base
+    policy; with both, the file's keys win and ``--policy`` only replaces the
+    preset the file builds on, when the file names none itself."""
+    preset: str | None = args.policy
+    path: str | None = args.config
+    base = Policy.browser() if preset == "browser" else Policy()
+    if path is None:
+        return base
+    try:
+        config = load_config(path)
+    except (TypeError, ValueError) as error:
+        raise _Error(f"--config: {error}") from None
+    if preset is None:
+        return config.policy
+    try:
+        table = _config_table(path)
+    except (OSError, ValueError) as error:  # changed since load_config read it
+        raise _Error(f"--config: {error}") from None
+    if "preset" in table:
+        return config.policy
+    ours = {key: getattr(config.policy, key) for key in table if key in Policy.FIELDS}
+    return base.replace(**ours)
+
+
+def _config_table(path: str) -> dict[str, Any]:
+    """The table of the file that ``load_config`` read (already validated)."""
+    import tomllib
+
+    with open(path, "rb") as stream:
+        data = tomllib.load(stream)
+    tool = data.get("tool")
+    if isinstance(tool, dict) and isinstance(tool.get("urlguard"), dict):
+        table: dict[str, Any] = tool["urlguard"]
+        return table
+    return data
+
+
+# --- check -------------------------------------------------------------------------
+
+
+def _check(args: argparse.Namespace) -> int:
+    policy = _resolve_policy(args)
+    as_json: bool = args.json
+    status = EXIT_OK
+    for given in args.targets:
+        raw = _argument_bytes(given)
+        try:
+            target = parse_target(raw, policy)
+        except InvalidTarget as error:
+            status = EXIT_REJECTED
+            _out(_json_verdict(given, None, error) if as_json else _rejected_text(raw, error))
+        else:
+            _out(_json_verdict(given, target, None) if as_json else _accepted_text(raw, target))
+    return status
+
+
+def _argument_bytes(given: str) -> bytes:
+    """The bytes of a command-line argument as the OS passed them (undecodable
+    bytes come back through surrogateescape), so that offsets are byte offsets."""
+    try:
+        return os.fsencode(given)
+    except UnicodeEncodeError:  # a lone surrogate passed to main() directly
+        return given.encode("utf-8", "surrogatepass")
+
+
+def _json_verdict(given: str, target: Target | None, error: InvalidTarget | None) -> str:
+    # DESIGN.md §5 (pinned): exactly these fields, in this order.
+    verdict = {
+        "target": given,
+        "ok": target is not None,
+        "rule": None if error is None else error.rule,
+        "segments": None if target is None else list(target.segments),
+        "query": None if target is None else [list(pair) for pair in target.query],
+    }
+    return json.dumps(verdict)  # ensure_ascii: no raw control or bidi character
+
+
+def _accepted_text(raw: bytes, target: Target) -> str:
+    lines = [f"ok      {display(raw)}"]
+    if target.authority is not None:
+        lines.append(f"        authority {target.authority!r}")
+    lines.append(f"        segments  {list(target.segments)!r}")
+    if any(target.params):
+        lines.append(f"        params    {[list(p) for p in target.params]!r}")
+    if target.raw_query is not None:
+        lines.append(f"        query     {list(target.query)!r}")
+    return "\n".join(lines)
+
+
+def _rejected_text(raw: bytes, error: InvalidTarget) -> str:
+    pieces = _display_pieces(raw)
+    offset = min(max(error.offset, 0), len(raw))
+    start = max(0, offset - _CONTEXT)
+    end = min(len(raw), offset + _CONTEXT)
+    before = ("..." if start else "") + "".join(pieces[start:offset])
+    after = "".join(pieces[offset:end]) + ("..." if end < len(raw) else "")
+    return "\n".join(
+        (
+            f"reject  {before}{after}",
+            " " * (8 + len(before)) + "^",
+            f"        {error}",  # str(InvalidTarget) never contains input
+        )
+    )
+
+
+# --- audit --------------------------------------------------------------------------
+
+
+def _audit(args: argparse.Namespace) -> int:
+    policy = _resolve_policy(args)
+    auditor = Auditor(policy, args.format)
+    progress = _progress_factory()
+    for name in args.files:
+        auditor.feed_file(name, progress)
+    report = auditor.report()
+    if args.json:
+        _out(json.dumps(report.as_json()))
+    else:
+        _out(_report_text(report, _policy_name(args)))
+    return EXIT_REJECTED if report.rejected else EXIT_OK
+
+
+def _policy_name(args: argparse.Namespace) -> str:
+    name = args.policy or "strict"
+    if args.config is not None:
+        name = display(os.fsencode(args.config), limit=80) + (
+            f" (on {args.policy})" if args.policy else ""
+        )
+    return name
+
+
+def _report_text(report: Report, policy: str) -> str:
+    parsed = report.parsed
+    lines = [
+        f"policy       {policy}",
+        f"lines        {report.lines:>12,}",
+        f"parsed       {parsed:>12,}",
+        f"unparseable  {report.unparseable:>12,}",
+        f"rejected     {report.rejected:>12,}  {_percent(report.rejected, parsed)}",
+    ]
+    if not report.rules:
+        lines.append("no request would be rejected")
+        return "\n".join(lines)
+    lines += ["", f"{'rule':<20} {'count':>12}  {'share':>8}"]
+    for rule, count in sorted(report.rules.items(), key=lambda item: (-item[1], item[0])):
+        lines.append(f"{rule:<20} {count:>12,}  {_percent(count, parsed)}")
+        for example in report.examples.get(rule, ()):
+            shown = example if len(example) <= _EXAMPLE_WIDTH else example[:_EXAMPLE_WIDTH] + "..."
+            lines.append(f"    {shown}")
+    return "\n".join(lines)
+
+
+def _percent(count: int, total: int) -> str:
+    return f"{100 * count / total:7.3f}%" if total else "      -"
+
+
+def _progress_factory() -> ProgressFactory | None:
+    """A tqdm bar per file on a terminal; nothing when stderr is not one or
+    when tqdm (the ``urlguard[cli]`` extra) is not installed."""
+    try:
+        if not sys.stderr.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+
+    def bar(name: str, total: int | None) -> Progress:
+        made: Progress = tqdm(
+            total=total,
+            desc=name if len(name) <= 40 else "..." + name[-37:],
+            unit="B",
+            unit_scale=True,
+            unit_divisor=1024,
+            file=sys.stderr,
+            delay=_PROGRESS_DELAY,
+            leave=False,
+            dynamic_ncols=True,
+        )
+        return made
+
+    return bar
+
+
+# --- encode, clean, pretty ------------------------------------------------------------
+
+
+def _encode(args: argparse.Namespace) -> int:
+    component: str = args.component
+    text: str = args.text
+    space: str | None = args.space
+    if space is not None and component != "query":
+        raise _Error("--space applies to 'encode query' only")
+    try:
+        if component == "segment":
+            encoded = encode_path_segment(text)
+        elif component == "query":
+            encoded = encode_query_value(text, space="%20" if space == "%20" else "+")
+        else:
+            encoded = encode_fragment(text)
+    except (TypeError, ValueError) as error:
+        raise _Error(f"TEXT: {error}") from None
+    _out(encoded)
+    return EXIT_OK
+
+
+def _clean(args: argparse.Namespace) -> int:
+    try:
+        _out(clean_uri(args.uri))
+    except (TypeError, ValueError) as error:
+        raise _Error(f"URI: {error}") from None
+    return EXIT_OK
+
+
+def _pretty(args: argparse.Namespace) -> int:
+    try:
+        # Cleaning first escapes raw controls and bidi controls in the
+        # argument; it changes nothing in a valid URI.
+        _out(pretty_uri(clean_uri(args.uri)))
+    except (TypeError, ValueError) as error:
+        raise _Error(f"URI: {error}") from None
+    return EXIT_OK
+
+
+# --- output --------------------------------------------------------------------------
+
+
+def _out(text: str) -> None:
+    """Print a line; on a stdout that cannot encode it, escape what it cannot."""
+    stream = sys.stdout
+    try:
+        stream.write(text + "\n")
+    except UnicodeEncodeError:
+        encoding = stream.encoding or "ascii"
+        stream.write(text.encode(encoding, "backslashreplace").decode(encoding) + "\n")

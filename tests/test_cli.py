@@ -1,0 +1,940 @@
+"""The ``urlguard`` command (DESIGN.md §5): check, audit, encode, clean, pretty.
+
+In-process through ``main([...])``, and as a real program: the installed
+entry point and ``python -m urlguard``. Every log is generated here, in a
+temporary directory.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import gzip
+import json
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from urlguard import RULES, Policy, parse_target
+from urlguard._audit import CHUNK, MAX_LINE
+from urlguard.cli import main
+
+P = pytest.param
+ENTRY = Path(sys.executable).parent / "urlguard"
+PROGRAMS = [
+    P([str(ENTRY)], id="entry point"),
+    P([sys.executable, "-m", "urlguard"], id="python -m urlguard"),
+]
+JSON_FIELDS = ["target", "ok", "rule", "segments", "query"]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def program(
+    command: Sequence[str | bytes | os.PathLike[str]], stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(list(command), input=stdin, capture_output=True, timeout=60, check=False)
+
+
+def assert_one_line_error(err: str) -> None:
+    assert "Traceback" not in err
+    assert err.startswith("urlguard: error: ")
+    assert err.endswith("\n")
+    assert err.count("\n") == 1
+    assert err.isascii()
+
+
+# --- check: verdicts ----------------------------------------------------------------------
+
+CHECK = [
+    P("/caf%C3%A9/x?q=a+b", None, None, id="design example"),
+    P("/", None, None, id="root"),
+    P("http://example.com/a?b=c", None, None, id="absolute-form"),
+    P("/%C4rzteblatt", None, "invalid-utf8", id="latin-1 escape"),
+    P("/a%2Fb", None, "encoded-slash", id="encoded slash"),
+    P("/a/%2e%2E/b", None, "dot-segment", id="encoded dot segment"),
+    P("/a%zz", None, "malformed-escape", id="malformed escape"),
+    P("/a b", None, "raw-char", id="raw space"),
+    P("/x#frag", None, "fragment", id="fragment"),
+    P("*", None, "bad-form", id="asterisk-form"),
+    P("/a[1]", None, "raw-char", id="bracket, strict"),
+    P("/a[1]", "browser", None, id="bracket, browser preset"),
+    P("/q?x={a}", "strict", "raw-char", id="brace in query, strict"),
+    P("/q?x={a}", "browser", None, id="brace in query, browser"),
+    P("/a/%E2%80%AE", None, "forbidden-char", id="decoded bidi control"),
+]
+
+
+@pytest.mark.parametrize(("target", "preset", "rule"), CHECK)
+def test_check_json_verdict(
+    capsys: pytest.CaptureFixture[str], target: str, preset: str | None, rule: str | None
+) -> None:
+    argv = ["check", "--json", *(["--policy", preset] if preset else []), target]
+    code, out, err = run(capsys, *argv)
+    assert (code, err) == (0 if rule is None else 1, "")
+    [line] = out.splitlines()
+    verdict = json.loads(line)
+    assert list(verdict) == JSON_FIELDS
+    assert verdict["target"] == target
+    assert verdict["ok"] is (rule is None)
+    assert verdict["rule"] == rule
+    if rule is None:
+        parsed = parse_target(target.encode(), Policy.browser() if preset == "browser" else None)
+        assert verdict["segments"] == list(parsed.segments)
+        assert verdict["query"] == [list(pair) for pair in parsed.query]
+    else:
+        assert verdict["segments"] is None
+        assert verdict["query"] is None
+
+
+def test_check_json_one_object_per_target_in_order(capsys: pytest.CaptureFixture[str]) -> None:
+    targets = ["/a", "/%C4", "/b?x=1", "/a/../b"]
+    code, out, _ = run(capsys, "check", "--json", *targets)
+    verdicts = [json.loads(line) for line in out.splitlines()]
+    assert code == 1
+    assert [v["target"] for v in verdicts] == targets
+    assert [v["rule"] for v in verdicts] == [None, "invalid-utf8", None, "dot-segment"]
+    assert verdicts[2]["query"] == [["x", "1"]]
+
+
+EXIT_CODES = [
+    P(["check", "/a", "/b"], 0, id="all pass"),
+    P(["check", "/a", "/%zz"], 1, id="one rejected"),
+    P(["check", "/%zz", "/%C4"], 1, id="all rejected"),
+    P(["check", "--json", "/a"], 0, id="json, pass"),
+    P(["check", "--json", "/%zz"], 1, id="json, rejected"),
+    P(["check"], 2, id="no target"),
+    P(["check", "--policy", "lenient", "/a"], 2, id="unknown preset"),
+    P(["check", "--frobnicate", "/a"], 2, id="unknown option"),
+    P([], 2, id="no command"),
+    P(["frobnicate"], 2, id="unknown command"),
+    P(["--help"], 0, id="help"),
+    P(["check", "--help"], 0, id="check help"),
+    P(["audit", "--help"], 0, id="audit help"),
+]
+
+
+@pytest.mark.parametrize(("argv", "code"), EXIT_CODES)
+def test_check_exit_codes(capsys: pytest.CaptureFixture[str], argv: list[str], code: int) -> None:
+    assert run(capsys, *argv)[0] == code
+
+
+def test_check_text_shows_decoded_pieces(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "check", "/caf%C3%A9/x?q=a+b", "http://h:8080/p")
+    assert code == 0
+    assert out.splitlines() == [
+        "ok      /caf%C3%A9/x?q=a+b",
+        "        segments  ['café', 'x']",
+        "        query     [('q', 'a b')]",
+        "ok      http://h:8080/p",
+        "        authority 'h:8080'",
+        "        segments  ['p']",
+    ]
+
+
+CARETS = [
+    P("/%C4rzteblatt", "invalid-utf8", 1, id="at the escape"),
+    P("/ok/fine/a%zz", "malformed-escape", 10, id="malformed escape"),
+    P("/a\x01b", "raw-char", 2, id="control shown escaped"),
+    P("/a\\b/\x7f", "raw-char", 2, id="backslash shown doubled"),
+    P("/" + "a" * 300 + "%zz" + "b" * 300, "malformed-escape", 301, id="long target, windowed"),
+    P("/a/b\u202e/c", "raw-char", 4, id="raw bidi control"),
+]
+
+
+@pytest.mark.parametrize(("target", "rule", "offset"), CARETS)
+def test_check_text_marks_the_offset(
+    capsys: pytest.CaptureFixture[str], target: str, rule: str, offset: int
+) -> None:
+    code, out, _ = run(capsys, "check", target)
+    assert code == 1
+    shown, caret, message = out.splitlines()
+    assert shown.startswith("reject  ")
+    assert shown.isascii()
+    assert shown.isprintable()
+    assert caret.strip() == "^"
+    column = caret.index("^")
+    raw = target.encode("utf-8")
+    expected = _escaped(raw[offset : offset + 1])
+    assert shown[column : column + len(expected)] == expected
+    assert message.strip().startswith(f"{rule}: ")
+    assert f"byte offset {offset}" in message
+    assert len(shown) < 8 + 4 * 130  # a window, not the whole 8 KiB target
+
+
+def _escaped(raw: bytes) -> str:
+    return "".join(
+        "\\\\" if b == 0x5C else chr(b) if 0x20 <= b <= 0x7E else f"\\x{b:02X}" for b in raw
+    )
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        P("/a\u202eb", id="bidi control"),
+        P("/a\x1b[31mred", id="terminal escape"),
+        P("/a\r\nX-Injected: 1", id="CRLF"),
+        P("/a/%E2%80%AE?x=\u2028", id="line separator"),
+    ],
+)
+def test_check_never_prints_raw_control_characters(
+    capsys: pytest.CaptureFixture[str], target: str
+) -> None:
+    for argv in (["check", target], ["check", "--json", target]):
+        code, out, err = run(capsys, *argv)
+        assert code == 1
+        assert out.isascii()
+        assert all(line.isprintable() for line in out.splitlines())
+        assert err == ""
+
+
+def test_check_decoded_text_is_escaped_for_display(capsys: pytest.CaptureFixture[str]) -> None:
+    # U+200B is allowed by the default policy but invisible: shown escaped.
+    code, out, _ = run(capsys, "check", "/a%E2%80%8Bb")
+    assert code == 0
+    assert "'a\\u200bb'" in out
+    assert "\u200b" not in out
+
+
+def test_check_undecodable_argument_bytes(tmp_path: Path) -> None:
+    done = program([ENTRY, "check", b"/caf\xe9"])
+    assert done.returncode == 1
+    assert done.stderr == b""
+    shown, caret, message = done.stdout.decode("ascii").splitlines()
+    assert shown == "reject  /caf\\xE9"
+    assert caret == " " * 12 + "^"
+    assert message.strip().startswith("raw-char: ")
+    done = program([ENTRY, "check", "--json", b"/caf\xe9"])
+    verdict = json.loads(done.stdout)
+    assert (verdict["ok"], verdict["rule"]) == (False, "raw-char")
+
+
+# --- --policy and --config --------------------------------------------------------------
+
+CONFIGS = [
+    P("", None, "/a%2Fb", "encoded-slash", id="empty file is the strict policy"),
+    P('encoded_slash = "keep"\n', None, "/a%2Fb", None, id="keeps encoded slash"),
+    P('preset = "browser"\n', None, "/a[1]", None, id="browser preset in the file"),
+    P('preset = "browser"\n', "strict", "/a[1]", None, id="the file's preset wins"),
+    P('preset = "strict"\n', "browser", "/a[1]", "raw-char", id="file's strict preset wins"),
+    P('encoded_slash = "keep"\n', "browser", "/a[1]/b%2Fc", None, id="policy gives the preset"),
+    P('raw_path_extra = ""\n', "browser", "/a[1]", "raw-char", id="file's keys win over preset"),
+    P('raw_path_extra = ""\n', "browser", "/q?x=[1]", None, id="other preset keys stay"),
+    P("max_segments = 2\n", None, "/a/b/c", "too-many", id="limits"),
+    P(
+        '[routes."/files/"]\nencoded_slash = "keep"\n',
+        None,
+        "/files/a%2Fb",
+        "encoded-slash",
+        id="routes are not applied",
+    ),
+]
+
+
+@pytest.mark.parametrize(("toml", "preset", "target", "rule"), CONFIGS)
+def test_config_file(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    toml: str,
+    preset: str | None,
+    target: str,
+    rule: str | None,
+) -> None:
+    config = tmp_path / "urlguard.toml"
+    config.write_text(toml)
+    argv = ["check", "--json", "--config", str(config), *(["--policy", preset] if preset else [])]
+    code, out, err = run(capsys, *argv, target)
+    assert (code, err) == (0 if rule is None else 1, "")
+    assert json.loads(out)["rule"] == rule
+
+
+def test_config_from_pyproject(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "x"\n\n[tool.urlguard]\nencoded_slash = "keep"\n')
+    for preset in ([], ["--policy", "browser"]):
+        code, out, _ = run(capsys, "check", "--json", "--config", str(pyproject), *preset, "/a%2Fb")
+        assert (code, json.loads(out)["segments"]) == (0, ["a/b"])
+
+
+BAD_CONFIGS = [
+    P("encoded_slsh = 'keep'\n", "encoded_slsh", id="unknown key"),
+    P("encoded_slash = 'maybe'\n", "encoded_slash", id="bad value"),
+    P("max_length = 'long'\n", "max_length", id="bad type"),
+    P("preset = 'lenient'\n", "preset", id="bad preset"),
+    P("this is not toml\n", "TOML", id="not TOML"),
+]
+
+
+@pytest.mark.parametrize(("toml", "named"), BAD_CONFIGS)
+def test_bad_config_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, toml: str, named: str
+) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text(toml)
+    for command in (["check", "/a"], ["audit", "-"]):
+        code, out, err = run(capsys, command[0], "--config", str(config), command[1])
+        assert (code, out) == (2, "")
+        assert_one_line_error(err)
+        assert named in err
+
+
+def test_missing_config_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run(capsys, "check", "--config", str(tmp_path / "nope.toml"), "/a")
+    assert (code, out) == (2, "")
+    assert_one_line_error(err)
+
+
+def test_help_documents_config_precedence(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("check", "audit"):
+        code, out, _ = run(capsys, command, "--help")
+        assert code == 0
+        flat = " ".join(out.split())
+        assert "the file's keys win" in flat
+        assert "exit status: 0" in flat
+
+
+# --- audit: fixtures -------------------------------------------------------------------------
+
+# Request lines as nginx and Apache write them into a log (escaped), with the
+# verdict of the default policy on the target they received.
+REQUESTS: list[tuple[bytes, str]] = [
+    (b"GET / HTTP/1.1", "ok"),
+    (b"GET /caf%C3%A9/x?q=a+b HTTP/1.1", "ok"),
+    (b"POST /api/v1/users/12345/orders?limit=10&page=2 HTTP/2.0", "ok"),
+    (b"OPTIONS * HTTP/1.1", "ok"),
+    (b"GET http://example.com/a?b=c HTTP/1.1", "ok"),
+    (b"GET /%C4rzteblatt HTTP/1.1", "invalid-utf8"),
+    (b"GET /a%2Fb HTTP/1.0", "encoded-slash"),
+    (b"GET /a/../b HTTP/1.1", "dot-segment"),
+    (b"GET //a HTTP/1.1", "empty-segment"),
+    (b"GET /a%zz HTTP/1.1", "malformed-escape"),
+    (b"GET /caf\\xC3\\xA9 HTTP/1.1", "raw-char"),  # nginx: raw UTF-8 bytes
+    (b"GET /a\\x22b HTTP/1.1", "raw-char"),  # nginx: a raw '"'
+    (b'GET /a\\"b HTTP/1.1', "raw-char"),  # Apache: a raw '"'
+    (b"GET /a\\\\b HTTP/1.1", "raw-char"),  # Apache: a raw '\'
+    (b"GET /a\\tb HTTP/1.1", "raw-char"),  # Apache: a raw TAB
+    (b"GET /a b HTTP/1.1", "raw-char"),  # a raw space: still a target
+    (b"CONNECT example.com:443 HTTP/1.1", "bad-form"),
+    (b"GET /x#y HTTP/1.1", "fragment"),
+    (b"-", "unparseable"),  # Apache: no request line received
+    (b"", "unparseable"),
+    (b"GET /", "unparseable"),  # HTTP/0.9: no protocol
+    (b"GET / FTP/1.0", "unparseable"),
+    (b"\\x16\\x03\\x01\\x02\\x00\\x01\\x00\\x01\\xFC\\x03\\x03", "unparseable"),  # TLS hello
+]
+# The first three distinct rejected raw-char targets, escaped for display:
+# the log escapes were undone, so '"' is itself and bytes are \xHH.
+RAW_CHAR_EXAMPLES = ["/caf\\xC3\\xA9", '/a"b', "/a\\\\b"]
+
+
+def combined(request: bytes, n: int = 0) -> bytes:
+    return (
+        b'192.0.2.%d - - [10/Oct/2024:13:55:36 +0000] "%b" 200 512 '
+        b'"https://example.com/" "Mozilla/5.0 (X11; Linux x86_64) \\"quoted\\""'
+        % (n % 250, request)
+    )
+
+
+def common(request: bytes, n: int = 0) -> bytes:
+    return b'192.0.2.%d - frank [10/Oct/2024:13:55:36 -0700] "%b" 404 -' % (n % 250, request)
+
+
+def log(lines: list[bytes]) -> bytes:
+    return b"".join(line + b"\n" for line in lines)
+
+
+def expected(verdicts: list[str]) -> dict[str, object]:
+    tally = Counter(verdicts)
+    rules = {rule: tally[rule] for rule in RULES if tally[rule]}
+    return {
+        "lines": len(verdicts),
+        "parsed": len(verdicts) - tally["unparseable"],
+        "unparseable": tally["unparseable"],
+        "rejected": sum(rules.values()),
+        "rules": rules,
+    }
+
+
+def audit_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object]]:
+    code, out, err = run(capsys, "audit", "--json", *argv)
+    assert err == ""
+    result: dict[str, object] = json.loads(out)
+    return code, result
+
+
+def totals(result: dict[str, object]) -> dict[str, object]:
+    return {key: result[key] for key in ("lines", "parsed", "unparseable", "rejected", "rules")}
+
+
+@pytest.mark.parametrize(
+    ("make", "fmt"),
+    [
+        P(combined, "auto", id="combined, auto"),
+        P(combined, "combined", id="combined"),
+        P(combined, "common", id="combined read as common"),
+        P(common, "auto", id="common, auto"),
+        P(common, "common", id="common"),
+    ],
+)
+def test_audit_log_formats(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    make: Callable[[bytes, int], bytes],
+    fmt: str,
+) -> None:
+    path = tmp_path / "access.log"
+    path.write_bytes(log([make(request, n) for n, (request, _) in enumerate(REQUESTS)]))
+    code, result = audit_json(capsys, "--format", fmt, str(path))
+    want = expected([verdict for _, verdict in REQUESTS])
+    assert code == 1
+    assert totals(result) == want
+    examples = result["examples"]
+    assert isinstance(examples, dict)
+    assert examples["raw-char"] == RAW_CHAR_EXAMPLES
+    assert examples["invalid-utf8"] == ["/%C4rzteblatt"]
+    assert set(examples) == {verdict for _, verdict in REQUESTS} - {"ok", "unparseable"}
+
+
+def test_audit_json_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "access.log"
+    path.write_bytes(log([combined(b"GET /a%2Fb HTTP/1.1"), combined(b"GET / HTTP/1.1")] * 2))
+    code, result = audit_json(capsys, str(path))
+    assert code == 1
+    assert {"lines", "rejected", "rules", "parsed", "unparseable", "examples"} <= set(result)
+    assert result["lines"] == 4
+    assert result["rejected"] == 2
+    assert result["rules"] == {"encoded-slash": 2}
+    assert result["examples"] == {"encoded-slash": ["/a%2Fb"]}
+    assert result["share"] == {"encoded-slash": 0.5}
+
+
+def test_audit_unescapes_before_judging(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # Under the browser preset a raw '\' is fine in the query but a raw '"' is
+    # not: only undoing nginx's \x22 and Apache's \" finds the quote.
+    path = tmp_path / "access.log"
+    lines = [
+        combined(b"GET /q?a=\\x22 HTTP/1.1"),  # nginx, '"'
+        combined(b'GET /q?a=\\" HTTP/1.1'),  # Apache, '"'
+        combined(b"GET /q?a=\\x5C HTTP/1.1"),  # nginx, '\'
+        combined(b"GET /q?a=\\\\ HTTP/1.1"),  # Apache, '\'
+        combined(b"GET /q?a=\\x5Cx22 HTTP/1.1"),  # nginx, the four bytes \x22
+    ]
+    path.write_bytes(log(lines))
+    code, result = audit_json(capsys, "--policy", "browser", str(path))
+    assert code == 1
+    assert result["rules"] == {"raw-char": 2}
+    assert result["examples"] == {"raw-char": ['/q?a="']}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        P(
+            b'example.com:443 192.0.2.1 - - [10/Oct/2024:13:55:36 +0000] "GET /%C4 HTTP/1.1" 200 5 '
+            b'"-" "curl/8"',
+            id="vhost_combined prefix",
+        ),
+        P(
+            b'192.0.2.1 - - [10/Oct/2024:13:55:36 +0000] "GET /%C4 HTTP/1.1" 200 5 "-" "curl/8" '
+            b'"198.51.100.7" rt=0.003',
+            id="fields appended",
+        ),
+        P(
+            b'192.0.2.1 - - [10/Oct/2024:13:55:36 +0000] "GET /%C4 HTTP/1.1" 200 5 "-" "curl/8"\r',
+            id="CRLF line end",
+        ),
+    ],
+)
+def test_audit_log_variants(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, line: bytes
+) -> None:
+    path = tmp_path / "access.log"
+    path.write_bytes(log([line, line]))
+    for fmt in ("auto", "combined", "common"):
+        code, result = audit_json(capsys, "--format", fmt, str(path))
+        assert (code, totals(result)) == (1, expected(["invalid-utf8"] * 2))
+
+
+TARGETS: list[tuple[bytes, str]] = [
+    (b"/", "ok"),
+    (b"/caf%C3%A9?q=a+b", "ok"),
+    (b"https://example.com", "ok"),
+    (b"/%C4rzteblatt", "invalid-utf8"),
+    (b"/a/./b", "dot-segment"),
+    (b"/caf\xc3\xa9", "raw-char"),  # a plain list holds the bytes themselves
+    (b"/a\\x22", "raw-char"),  # ...and is not unescaped: this is a raw '\'
+    (b"*", "bad-form"),
+    (b"", "unparseable"),
+]
+
+
+@pytest.mark.parametrize("fmt", ["auto", "targets"])
+@pytest.mark.parametrize("newline", [P(b"\n", id="LF"), P(b"\r\n", id="CRLF")])
+def test_audit_plain_targets(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, fmt: str, newline: bytes
+) -> None:
+    path = tmp_path / "targets.txt"
+    path.write_bytes(b"".join(target + newline for target, _ in TARGETS))
+    code, result = audit_json(capsys, "--format", fmt, str(path))
+    assert code == 1
+    assert totals(result) == expected([verdict for _, verdict in TARGETS])
+    assert result["examples"] == {
+        "invalid-utf8": ["/%C4rzteblatt"],
+        "dot-segment": ["/a/./b"],
+        "raw-char": ["/caf\\xC3\\xA9", "/a\\\\x22"],
+        "bad-form": ["*"],
+    }
+
+
+def test_audit_counts_repeats_and_keeps_three_distinct_examples(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    targets = [b"/a%%2F%d" % (n % 5) for n in range(1000)] + [b"/fine"] * 3000
+    path = tmp_path / "targets.txt"
+    path.write_bytes(log(targets))
+    code, result = audit_json(capsys, str(path))
+    assert code == 1
+    assert totals(result) == expected(["encoded-slash"] * 1000 + ["ok"] * 3000)
+    assert result["examples"] == {"encoded-slash": ["/a%2F0", "/a%2F1", "/a%2F2"]}
+    assert result["share"] == {"encoded-slash": 0.25}
+
+
+def test_audit_text_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "access.log"
+    lines = [combined(b"GET /%C4rzteblatt HTTP/1.1")] * 3 + [combined(b"GET /ok HTTP/1.1")] * 6
+    path.write_bytes(log([*lines, combined(b"-"), combined(b"GET /caf\\xC3\\xA9 HTTP/1.1")]))
+    code, out, err = run(capsys, "audit", str(path))
+    assert (code, err) == (1, "")
+    assert out.isascii()
+    words = [line.split() for line in out.splitlines()]
+    assert ["lines", "11"] in words
+    assert ["parsed", "10"] in words
+    assert ["unparseable", "1"] in words
+    assert ["rejected", "4", "40.000%"] in words
+    assert ["invalid-utf8", "3", "30.000%"] in words
+    assert ["raw-char", "1", "10.000%"] in words
+    assert ["/%C4rzteblatt"] in words
+    assert ["/caf\\xC3\\xA9"] in words
+    rules = [w[0] for w in words if w and w[0] in RULES]
+    assert rules == ["invalid-utf8", "raw-char"]  # most frequent first
+
+
+def test_audit_text_report_all_clear(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "access.log"
+    path.write_bytes(log([common(b"GET /a HTTP/1.1")] * 3))
+    code, out, _ = run(capsys, "audit", str(path))
+    assert code == 0
+    assert "no request would be rejected" in out
+
+
+AUDIT_EXIT_CODES = [
+    P([b"/a", b"/b"], [], 0, id="all pass"),
+    P([b"/a", b"/%zz"], [], 1, id="one rejected"),
+    P([b"/a", b""], [], 0, id="blank lines are not rejections"),
+    P([], [], 0, id="empty file"),
+    P([b"/a[1]"], [], 1, id="strict rejects"),
+    P([b"/a[1]"], ["--policy", "browser"], 0, id="browser accepts"),
+    P([b"/a"], ["--format", "apache"], 2, id="unknown format"),
+    P([b"/a"], ["--policy", "lenient"], 2, id="unknown preset"),
+]
+
+
+@pytest.mark.parametrize(("targets", "options", "code"), AUDIT_EXIT_CODES)
+def test_audit_exit_codes(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    targets: list[bytes],
+    options: list[str],
+    code: int,
+) -> None:
+    path = tmp_path / "targets.txt"
+    path.write_bytes(log(targets))
+    assert run(capsys, "audit", *options, str(path))[0] == code
+
+
+def test_audit_without_files_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "audit")[0] == 2
+
+
+def test_audit_adds_up_several_files(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    first, second = tmp_path / "a.log", tmp_path / "b.txt"
+    first.write_bytes(log([combined(b"GET /%C4 HTTP/1.1"), combined(b"GET / HTTP/1.1")]))
+    second.write_bytes(log([b"/%C4", b"/a/../b", b"/"]))  # same bytes, other format
+    code, result = audit_json(capsys, str(first), str(second))
+    assert code == 1
+    assert totals(result) == expected(["invalid-utf8", "ok", "invalid-utf8", "dot-segment", "ok"])
+
+
+# --- audit: gzip and standard input ------------------------------------------------------------
+
+
+def _mixed_log() -> tuple[bytes, dict[str, object]]:
+    lines = [combined(request, n) for n, (request, _) in enumerate(REQUESTS)]
+    return log(lines * 3), expected([verdict for _, verdict in REQUESTS] * 3)
+
+
+@pytest.mark.parametrize(
+    ("name", "pack"),
+    [
+        P("access.log.gz", gzip.compress, id="gz"),
+        P("access.log", gzip.compress, id="gzip without .gz name"),
+        P(
+            "access.log.gz",
+            lambda data: gzip.compress(data[:999]) + gzip.compress(data[999:]),
+            id="two gzip members",
+        ),
+        P("access.log.gz", lambda data: data, id="plain with .gz name"),
+    ],
+)
+def test_audit_gzip(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    name: str,
+    pack: Callable[[bytes], bytes],
+) -> None:
+    data, want = _mixed_log()
+    path = tmp_path / name
+    path.write_bytes(pack(data))
+    code, result = audit_json(capsys, str(path))
+    assert (code, totals(result)) == (1, want)
+
+
+@pytest.mark.parametrize("command", PROGRAMS)
+@pytest.mark.parametrize("pack", [P(lambda d: d, id="plain"), P(gzip.compress, id="gzip")])
+def test_audit_stdin(command: list[str], pack: Callable[[bytes], bytes]) -> None:
+    data, want = _mixed_log()
+    done = program([*command, "audit", "--json", "-"], stdin=pack(data))
+    assert (done.returncode, done.stderr) == (1, b"")
+    assert totals(json.loads(done.stdout)) == want
+
+
+def test_audit_long_line_is_unparseable_not_fatal(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "access.log"
+    huge = combined(b"GET /" + b"a" * (5 << 19) + b" HTTP/1.1")  # 2.5 MiB
+    path.write_bytes(log([combined(b"GET /%zz HTTP/1.1"), huge, combined(b"GET / HTTP/1.1")]))
+    code, result = audit_json(capsys, str(path))
+    assert (code, totals(result)) == (1, expected(["malformed-escape", "unparseable", "ok"]))
+
+
+@pytest.mark.parametrize(
+    ("before", "length", "verdict"),
+    [
+        P(0, MAX_LINE, "too-long", id="longest line kept"),
+        P(0, MAX_LINE + 1, "unparseable", id="one byte more: dropped"),
+        P(CHUNK // 2, MAX_LINE, "too-long", id="longest line across a chunk boundary"),
+        P(CHUNK // 2, MAX_LINE + 1, "unparseable", id="dropped across a chunk boundary"),
+        P(CHUNK - 3, 3 * MAX_LINE, "unparseable", id="spanning three chunks"),
+    ],
+)
+def test_audit_line_length_limit(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, before: int, length: int, verdict: str
+) -> None:
+    # Short lines, about `before` bytes of them, put the long line where chunks split.
+    path = tmp_path / "targets.txt"
+    short = [b"/" + b"a" * 62] * (before // 64)
+    path.write_bytes(log([*short, b"/" + b"b" * (length - 1), b"/%zz"]))
+    code, result = audit_json(capsys, "--format", "targets", str(path))
+    want = expected(["ok"] * len(short) + [verdict, "malformed-escape"])
+    assert (code, totals(result)) == (1, want)
+
+
+def _big_log() -> tuple[bytes, dict[str, object]]:
+    """Over 3 MiB, so that lines straddle the chunks the log is read in."""
+    lines = [combined(request, n) for n, (request, _) in enumerate(REQUESTS)] * 1000
+    assert len(log(lines)) > 3 * CHUNK
+    return log(lines), expected([verdict for _, verdict in REQUESTS] * 1000)
+
+
+@pytest.mark.parametrize("pack", [P(lambda d: d, id="plain"), P(gzip.compress, id="gzip")])
+def test_audit_big_log_counts_every_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, pack: Callable[[bytes], bytes]
+) -> None:
+    data, want = _big_log()
+    path = tmp_path / "access.log"
+    path.write_bytes(pack(data))
+    code, result = audit_json(capsys, str(path))
+    assert (code, totals(result)) == (1, want)
+    done = program([ENTRY, "audit", "--json", "-"], stdin=pack(data))  # read as a pipe
+    assert (done.returncode, totals(json.loads(done.stdout))) == (1, want)
+
+
+# --- audit: bad input --------------------------------------------------------------------------
+
+
+def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
+    data, _ = _mixed_log()
+    packed = gzip.compress(data)
+    corrupt = bytearray(packed)
+    corrupt[len(corrupt) // 2] ^= 0xFF
+    files = {
+        "binary.log": bytes(range(256)) * 64,
+        "binary-no-nul.log": bytes(range(1, 256)) * 64,
+        "truncated.log.gz": packed[: len(packed) // 2],
+        "corrupt.log.gz": bytes(corrupt),
+        "nul-inside.log": data + b"\0" + data,
+        "gzip-binary.log.gz": gzip.compress(bytes(range(256)) * 64),
+        "wrong-format.log": log([common(b"GET / HTTP/1.1")] * 3),
+    }
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    return {
+        "binary garbage": (["binary.log"], "binary data"),
+        "binary garbage without NUL": (["binary-no-nul.log"], "not an access log"),
+        "truncated gzip": (["truncated.log.gz"], "truncated gzip"),
+        "corrupt gzip": (["corrupt.log.gz"], "not valid gzip"),
+        "NUL inside a log": (["nul-inside.log"], "binary data"),
+        "binary inside gzip": (["gzip-binary.log.gz"], "binary data"),
+        "missing file": (["missing.log"], "No such file"),
+        "a directory": (["."], "cannot read"),
+        "common log read as combined": (["--format", "combined", "wrong-format.log"], "combined"),
+    }
+
+
+BAD_INPUTS = [
+    "binary garbage",
+    "binary garbage without NUL",
+    "truncated gzip",
+    "corrupt gzip",
+    "NUL inside a log",
+    "binary inside gzip",
+    "missing file",
+    "a directory",
+    "common log read as combined",
+]
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_audit_bad_input_in_process(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    argv, says = _bad_inputs(tmp_path)[case]
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "audit", *argv)
+    assert (code, out) == (2, "")
+    assert_one_line_error(err)
+    assert says in err
+
+
+@pytest.mark.parametrize("command", PROGRAMS)
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_audit_bad_input_as_a_program(command: list[str], tmp_path: Path, case: str) -> None:
+    argv, says = _bad_inputs(tmp_path)[case]
+    done = subprocess.run(
+        [*command, "audit", *argv], capture_output=True, timeout=60, cwd=tmp_path, check=False
+    )
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert_one_line_error(done.stderr.decode("ascii"))
+    assert says in done.stderr.decode()
+
+
+def test_audit_bad_file_name_is_shown_escaped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = run(capsys, "audit", str(tmp_path / "no\nsuch\u202efile.log"))
+    assert code == 2
+    assert_one_line_error(err)
+    assert "no\\x0Asuch\\xE2\\x80\\xAEfile.log" in err
+
+
+def test_audit_binary_stdin() -> None:
+    done = program([ENTRY, "audit", "-"], stdin=bytes(range(256)) * 64)
+    assert done.returncode == 2
+    assert_one_line_error(done.stderr.decode("ascii"))
+    assert b"<stdin>" in done.stderr
+
+
+# --- audit: progress on a terminal ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stderr_is_tty", "block_tqdm", "shown"),
+    [
+        P(True, False, True, id="terminal: progress"),
+        P(True, True, False, id="terminal without tqdm: no progress, no error"),
+        P(False, False, False, id="pipe: no progress"),
+    ],
+)
+def test_audit_progress(stderr_is_tty: bool, block_tqdm: bool, shown: bool) -> None:
+    # A slow writer on stdin keeps the audit running past the progress delay.
+    code = "import sys\n"
+    if block_tqdm:
+        code += "sys.modules['tqdm'] = None  # as if the [cli] extra were not installed\n"
+    code += "from urlguard.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    data, want = _mixed_log()
+    half = len(data) // 2
+    chunks: list[bytes] = []
+    master = slave = -1
+    if stderr_is_tty:
+        master, slave = pty.openpty()
+        # A terminal 80 columns wide (a fresh pty has none, and tqdm draws nothing).
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    with subprocess.Popen(
+        [sys.executable, "-c", code, "audit", "--json", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=slave if stderr_is_tty else subprocess.PIPE,
+    ) as proc:
+        reader = None
+        if stderr_is_tty:
+            os.close(slave)
+            reader = threading.Thread(target=_drain, args=(master, chunks), daemon=True)
+            reader.start()
+        try:
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            proc.stdin.write(data[:half])
+            proc.stdin.flush()
+            time.sleep(1.2)
+            proc.stdin.write(data[half:])
+            proc.stdin.close()
+            out = proc.stdout.read()
+            assert proc.wait(timeout=30) == 1
+            if proc.stderr is not None:
+                chunks.append(proc.stderr.read())
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            if reader is not None:
+                reader.join(timeout=10)
+                os.close(master)
+    err = b"".join(chunks)
+    assert totals(json.loads(out)) == want
+    assert b"Traceback" not in err
+    assert (b"<stdin>" in err) is shown
+    if not shown:
+        assert err == b""
+
+
+def _drain(fd: int, chunks: list[bytes]) -> None:
+    while True:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            return
+        if not data:
+            return
+        chunks.append(data)
+
+
+# --- encode, clean, pretty ----------------------------------------------------------------------
+
+ENCODE = [
+    P("segment", "a/b c", [], "a%2Fb%20c", id="segment: slash and space"),
+    P("segment", "café;v=1", [], "caf%C3%A9%3Bv=1", id="segment: UTF-8 and semicolon"),
+    P("segment", "%41", [], "%2541", id="segment: percent always encoded"),
+    P("query", "a&b c+d", [], "a%26b+c%2Bd", id="query: separators and plus"),
+    P("query", "a b", ["--space", "%20"], "a%20b", id="query: space as %20"),
+    P("query", "a b", ["--space", "+"], "a+b", id="query: space as +"),
+    P("fragment", "Section 2/a?b#c", [], "Section%202/a?b%23c", id="fragment"),
+]
+
+
+@pytest.mark.parametrize(("component", "text", "options", "encoded"), ENCODE)
+def test_encode(
+    capsys: pytest.CaptureFixture[str],
+    component: str,
+    text: str,
+    options: list[str],
+    encoded: str,
+) -> None:
+    code, out, err = run(capsys, "encode", component, text, *options)
+    assert (code, out, err) == (0, encoded + "\n", "")
+    if component == "segment":
+        policy = Policy(encoded_slash="keep", double_encoding="allow")
+        assert parse_target("/" + encoded, policy).segments == (text,)
+    elif component == "query":
+        policy = Policy(plus_as_space="--space" not in options or options[-1] != "%20")
+        assert parse_target("/?x=" + encoded, policy).query == (("x", text),)
+
+
+CLEAN_PRETTY = [
+    P(
+        "clean",
+        "http://example.com/news%23funny?name=Helen Ødegård&x=100%",
+        "http://example.com/news%23funny?name=Helen%20%C3%98deg%C3%A5rd&x=100%25",
+        id="clean",
+    ),
+    P("clean", "/a%2Fb?c=%41", "/a%2Fb?c=%41", id="clean keeps valid escapes"),
+    P("pretty", "/caf%C3%A9/a%2Fb?q=x%20y", "/café/a%2Fb?q=x y", id="pretty"),
+    P("pretty", "/a%E2%80%AEb", "/a%E2%80%AEb", id="pretty keeps bidi controls escaped"),
+    P("pretty", "/a\u202eb\x1b", "/a%E2%80%AEb%1B", id="pretty escapes raw controls"),
+]
+
+
+@pytest.mark.parametrize(("command", "uri", "shown"), CLEAN_PRETTY)
+def test_clean_and_pretty(
+    capsys: pytest.CaptureFixture[str], command: str, uri: str, shown: str
+) -> None:
+    code, out, err = run(capsys, command, uri)
+    assert (code, out, err) == (0, shown + "\n", "")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        P(["encode", "segment", "a", "--space", "%20"], id="--space with a segment"),
+        P(["encode", "path", "a"], id="unknown component"),
+        P(["encode", "segment"], id="no text"),
+        P(["encode", "segment", "\udce9"], id="undecodable argument"),
+        P(["clean", "\ud800"], id="lone surrogate"),
+    ],
+)
+def test_encode_usage_errors(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", PROGRAMS)
+def test_encode_undecodable_argument_as_a_program(command: list[str]) -> None:
+    done = program([*command, "encode", "segment", b"caf\xe9"])
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert_one_line_error(done.stderr.decode("ascii"))
+
+
+# --- the same command three ways ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", PROGRAMS)
+@pytest.mark.parametrize(
+    "argv",
+    [
+        P(["check", "--json", "/caf%C3%A9/x?q=a+b", "/%C4rzteblatt"], id="check json"),
+        P(["check", "/caf%C3%A9/x?q=a+b", "/a%zz"], id="check text"),
+        P(["check", "/ok"], id="check passing"),
+        P(["encode", "query", "a&b c"], id="encode"),
+        P(["pretty", "/caf%C3%A9"], id="pretty"),
+        P(["check"], id="usage error"),
+    ],
+)
+def test_programs_match_main(
+    capsys: pytest.CaptureFixture[str], command: list[str], argv: list[str]
+) -> None:
+    code, out, err = run(capsys, *argv)
+    done = program([*command, *argv])
+    assert done.returncode == code
+    assert done.stdout.decode("utf-8") == out
+    assert "Traceback" not in done.stderr.decode()
+    assert bool(done.stderr) == bool(err)
+
+
+def test_entry_point_is_installed() -> None:
+    assert ENTRY.is_file()
+    assert program([ENTRY, "--help"]).returncode == 0
