@@ -83,13 +83,22 @@ class InvalidTarget(ValueError):
     reason: str
 
     def __init__(self, rule: Rule, component: Component, index: int | None, offset: int) -> None:
+        # The message is built only when shown: rejections are a hot path
+        # too, under attack.
+        super().__init__(rule, component, index, offset)
         self.rule = rule
         self.component = component
         self.index = index
         self.offset = offset
         self.reason = REASONS[rule]
-        where = component if index is None else f"{component} {_piece(component)} {index}"
-        super().__init__(f"{rule}: {self.reason} ({where}, byte offset {offset})")
+
+    def __str__(self) -> str:
+        where = (
+            self.component
+            if self.index is None
+            else f"{self.component} {_piece(self.component)} {self.index}"
+        )
+        return f"{self.rule}: {self.reason} ({where}, byte offset {self.offset})"
 
     def __reduce__(self) -> tuple[type[InvalidTarget], tuple[Rule, Component, int | None, int]]:
         return (type(self), (self.rule, self.component, self.index, self.offset))

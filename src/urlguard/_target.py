@@ -440,6 +440,13 @@ def _check_segments(
                 piece_offset += len(piece) + 1
             segments.append(name)
             all_params.append(tuple(params))
+        elif p._ascii_clean and g.PERCENT not in raw_segment and g.SEMICOLON not in raw_segment:
+            # Raw bytes are checked already: plain ASCII text, and only the
+            # dot rule can apply to it.
+            text = raw_segment.decode("ascii")
+            if p._reject_dots and text in _DOT_SEGMENTS:
+                raise InvalidTarget("dot-segment", "path", index, offset)
+            segments.append(text)
         else:
             text = _decode_segment_piece(raw_segment, offset, index, p)
             _check_dots(text, raw_segment, offset, index, p)
@@ -460,7 +467,10 @@ def _decode_segment_piece(piece: bytes, offset: int, index: int, p: Policy) -> s
             found = _ENCODED_BACKSLASH.search(piece)
             if found:
                 raise InvalidTarget("encoded-backslash", "path", index, offset + found.start())
-    text = _decode_piece(piece, offset, "path", index, p)
+        decoded = _unescape(piece)
+    else:
+        decoded = piece
+    text = _text_of(decoded, piece, offset, "path", index, p)
     if p.double_encoding == "reject":
         found_text = _ESCAPE_IN_TEXT.search(text)
         if found_text:
@@ -489,6 +499,8 @@ def _check_pair(piece: bytes, offset: int, index: int, p: Policy) -> tuple[str, 
         # so offsets hold.
         piece = piece.replace(b"+", b" ")
     name_raw, _, value_raw = piece.partition(b"=")
+    if p._ascii_clean and g.PERCENT not in piece:
+        return name_raw.decode("ascii"), value_raw.decode("ascii")
     name = _decode_piece(name_raw, offset, "query", index, p)
     value = _decode_piece(value_raw, offset + len(name_raw) + 1, "query", index, p)
     return name, value
@@ -507,13 +519,20 @@ def _decode_piece(piece: bytes, offset: int, component: Component, index: int, p
         decoded = _unescape(piece)
     else:
         decoded = piece
+    return _text_of(decoded, piece, offset, component, index, p)
+
+
+def _text_of(
+    decoded: bytes, piece: bytes, offset: int, component: Component, index: int, p: Policy
+) -> str:
+    """Decoded bytes as strict UTF-8 text, checked against the policy."""
     try:
         text = decoded.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InvalidTarget(
             "invalid-utf8", component, index, offset + _raw_offset(piece, error.start)
         ) from None
-    found = p._forbidden.search(text)
+    found = decoded.translate(_SAME, p._utf8_safe) and p._forbidden.search(text)
     if found:
         decoded_at = len(text[: found.start()].encode("utf-8"))
         raise InvalidTarget(
