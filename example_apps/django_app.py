@@ -1,0 +1,73 @@
+"""urlguard in front of a Django project in one file (the routes of DESIGN.md §6).
+
+urlguard wraps Django's WSGI handler, not a Django middleware: the raw target
+is only in the WSGI environ, before Django builds its request (and re-encodes
+invalid UTF-8 in ``request.path``, which urlguard refuses instead). The
+default (strict) policy applies everywhere; under ``/files/`` a per-route
+policy keeps ``%2F`` inside its segment.
+
+    GET /echo/<anything>   ->  {"segments": [...], "query": [[name, value], ...]}
+    GET /files/<anything>  ->  the same, with encoded slashes kept
+
+Start it from the project root (needs Django: ``pip install -e '.[django]'``)::
+
+    gunicorn --chdir example_apps django_app:application
+
+Not under ``runserver``: Django's development server is built on wsgiref,
+which hands over no raw target, so urlguard would refuse every request with
+501 rather than guess from the decoded path. Then try::
+
+    curl --path-as-is 'http://127.0.0.1:8000/echo/caf%C3%A9?q=a+b'
+    {"segments": ["echo", "caf\\u00e9"], "query": [["q", "a b"]]}
+
+    curl --path-as-is 'http://127.0.0.1:8000/files/a%2Fb'
+    {"segments": ["files", "a/b"], "query": []}
+
+    curl --path-as-is 'http://127.0.0.1:8000/echo/caf%C4'
+    400 Bad Request: invalid-utf8: percent-decoded bytes are not valid UTF-8 (RFC 3629)
+        (path segment 1, byte offset 9)
+
+(The 400 body is one line, wrapped here.)
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from typing import Any, Final
+
+from django.conf import settings
+from django.core.wsgi import get_wsgi_application
+from django.http import HttpRequest, JsonResponse
+from django.urls import re_path
+
+from urlguard.integrations.django import get_target
+from urlguard.wsgi import StrictURLMiddleware
+
+#: Raw path prefix -> overrides of the default policy.
+ROUTES: Final[dict[str, dict[str, Any]]] = {"/files/": {"encoded_slash": "keep"}}
+
+if not settings.configured:
+    settings.configure(
+        ROOT_URLCONF=__name__,
+        ALLOWED_HOSTS=["127.0.0.1", "localhost", "[::1]", "testserver"],
+        # Nothing here signs anything; a real project reads its key from its secrets.
+        SECRET_KEY=os.environ.get("DJANGO_SECRET_KEY") or secrets.token_urlsafe(50),
+        DEBUG=False,
+        INSTALLED_APPS=[],
+        MIDDLEWARE=[],
+        USE_TZ=True,
+    )
+
+
+def echo(request: HttpRequest) -> JsonResponse:
+    """The decoded segments of the whole path and the query pairs."""
+    target = get_target(request)
+    return JsonResponse(
+        {"segments": list(target.segments), "query": [list(pair) for pair in target.query]}
+    )
+
+
+urlpatterns = [re_path(r"^(?:echo|files)/", echo)]
+
+application = StrictURLMiddleware(get_wsgi_application(), routes=ROUTES)

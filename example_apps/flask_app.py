@@ -1,0 +1,91 @@
+"""urlguard in front of a Flask application (the routes of DESIGN.md §6).
+
+Every request target is checked, raw, by ``urlguard.wsgi.StrictURLMiddleware``
+with the default (strict) policy before Flask routes it; under ``/files/`` a
+per-route policy keeps ``%2F`` inside its segment. The handlers read the
+decoded pieces from the guarded target, never from ``request.path`` (where
+``%2F`` has already become ``/``).
+
+    GET /echo/<anything>   ->  {"segments": [...], "query": [[name, value], ...]}
+    GET /files/<anything>  ->  the same, with encoded slashes kept
+
+Start it from the project root, under gunicorn (127.0.0.1:8000) or Flask's
+development server (127.0.0.1:5000)::
+
+    gunicorn --chdir example_apps flask_app:app
+    flask --app example_apps/flask_app run
+
+Then try (``--path-as-is``: without it curl resolves ``..`` and ``%2e`` itself)::
+
+    curl --path-as-is 'http://127.0.0.1:8000/echo/caf%C3%A9/x?q=a+b'
+    {"query":[["q","a b"]],"segments":["echo","caf\\u00e9","x"]}
+
+    curl --path-as-is 'http://127.0.0.1:8000/files/units/kg%2Fs'
+    {"query":[],"segments":["files","units","kg/s"]}
+
+    curl --path-as-is 'http://127.0.0.1:8000/files/%2Fetc%2Fpasswd'
+    {"query":[],"segments":["files","/etc/passwd"]}
+
+    curl --path-as-is 'http://127.0.0.1:8000/echo/units/kg%2Fs'
+    400 Bad Request: encoded-slash: a path segment contains an encoded '/' (%2F)
+        (path segment 2, byte offset 14)
+
+    curl --path-as-is 'http://127.0.0.1:8000/echo/%C0%AF'
+    400 Bad Request: invalid-utf8: percent-decoded bytes are not valid UTF-8 (RFC 3629)
+        (path segment 1, byte offset 6)
+
+    curl --path-as-is 'http://127.0.0.1:8000/echo/a/..;/b'
+    400 Bad Request: dot-segment: a path segment is '.' or '..' (RFC 3986 section 3.3)
+        (path segment 2, byte offset 8)
+
+    curl --path-as-is 'http://127.0.0.1:8000/echo/a?q=%00'
+    400 Bad Request: forbidden-char: a decoded character is outside the allowed range
+        (query parameter 0, byte offset 10)
+
+    curl --path-as-is -H 'Accept: application/json' 'http://127.0.0.1:8000/echo/a//b'
+    {"type":"about:blank","title":"Bad Request","status":400,"detail":"empty-segment: the
+        path contains an empty segment ('//') (path segment 2, byte offset 8)",
+        "rule":"empty-segment","component":"path","index":2,"offset":8}
+
+(The 400 bodies are one line each, wrapped here; under ``flask run`` the port
+is 5000. Flask writes ``\\u00e9`` for ``é``: the same JSON string.) A kept
+``%2F`` is data inside one segment, as ``/etc/passwd`` above shows: never join
+such a segment into a file system path.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from flask import Flask
+from werkzeug.routing import BaseConverter
+
+from urlguard.integrations.flask import get_target
+from urlguard.wsgi import StrictURLMiddleware
+
+#: Raw path prefix -> overrides of the default policy.
+ROUTES: Final[dict[str, dict[str, Any]]] = {"/files/": {"encoded_slash": "keep"}}
+
+
+class Anything(BaseConverter):
+    """The rest of the decoded path, whatever it is: empty, or starting with
+    ``/`` (a kept ``%2F`` decodes to one), which ``<path:...>`` would not match."""
+
+    regex = ".*"
+    part_isolating = False
+
+
+app = Flask(__name__)
+app.url_map.converters["anything"] = Anything
+# werkzeug routes on the decoded path, where a kept "%2F%2F" under /files/ is
+# "//": left to merge slashes, it would answer that with a redirect.
+app.url_map.merge_slashes = False
+app.wsgi_app = StrictURLMiddleware(app.wsgi_app, routes=ROUTES)  # type: ignore[method-assign]
+
+
+@app.get("/echo/<anything:rest>")
+@app.get("/files/<anything:rest>")
+def echo(rest: str) -> dict[str, Any]:
+    """The decoded segments of the whole path and the query pairs."""
+    target = get_target()
+    return {"segments": list(target.segments), "query": [list(pair) for pair in target.query]}
