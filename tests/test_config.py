@@ -99,3 +99,12 @@ def test_config_value_checks() -> None:
         Config(mode="off")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="route prefix"):
         Config(routes=(("files", Policy()),))
+
+
+def test_default_preset_applies_only_when_the_file_names_none(tmp_path: Path) -> None:
+    bare = write(tmp_path, "bare.toml", "max_segments = 9\n")
+    assert load_config(bare, default_preset="browser").policy == Policy.browser(max_segments=9)
+    named = write(tmp_path, "named.toml", 'preset = "strict"\n')
+    assert load_config(named, default_preset="browser").policy == Policy()
+    with pytest.raises(ValueError, match="default_preset"):
+        config_from_mapping({}, default_preset="lenient")

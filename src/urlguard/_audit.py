@@ -37,6 +37,7 @@ from typing import IO, Final, Literal, Protocol
 
 from ._errors import RULES, InvalidTarget
 from ._policy import Policy
+from ._routes import RouteTable
 from ._target import parse_target
 
 Format = Literal["auto", "combined", "common", "targets"]
@@ -212,13 +213,14 @@ ProgressFactory = Callable[[str, int | None], Progress]
 
 class Auditor:
     """Counts, over any number of inputs, the verdicts of ``parse_target``
-    under one policy. Feed it files (:meth:`feed_file`) or lines
-    (:meth:`feed_lines`); read the totals with :meth:`report`."""
+    under one policy, or under per-route policies chosen as the middleware
+    chooses them (a :class:`RouteTable`). Feed it files (:meth:`feed_file`)
+    or lines (:meth:`feed_lines`); read the totals with :meth:`report`."""
 
-    def __init__(self, policy: Policy, fmt: Format = "auto") -> None:
+    def __init__(self, policy: Policy | RouteTable, fmt: Format = "auto") -> None:
         if fmt not in FORMATS:
             raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-        self._policy = policy
+        self._routes = policy if isinstance(policy, RouteTable) else RouteTable(policy, [])
         self._format: Format = fmt
         # One tally for every verdict: OK, UNPARSEABLE and each rule code.
         self._tally: dict[str, int] = dict.fromkeys((OK, UNPARSEABLE, *RULES), 0)
@@ -356,7 +358,7 @@ class Auditor:
 
     def _judge_target(self, target: bytes) -> str:
         try:
-            parse_target(target, self._policy)
+            parse_target(target, self._routes.select(target))
         except InvalidTarget as error:
             rule: str = error.rule
             found = self._examples.setdefault(rule, [])

@@ -51,12 +51,17 @@ class Config:
                 raise TypeError(f"Config.routes[{prefix!r}] must be a urlguard.Policy")
 
 
-def config_from_mapping(mapping: Mapping[str, Any], *, source: str = "configuration") -> Config:
-    """Build a :class:`Config` from a mapping shaped like the TOML file."""
+def config_from_mapping(
+    mapping: Mapping[str, Any], *, source: str = "configuration", default_preset: str = "strict"
+) -> Config:
+    """Build a :class:`Config` from a mapping shaped like the TOML file.
+    ``default_preset`` is the preset used when the mapping names none."""
+    if default_preset not in PRESETS:
+        raise ValueError(f"default_preset must be one of {PRESETS!r}, not {default_preset!r}")
     if not isinstance(mapping, Mapping):
         raise TypeError(f"{source}: expected a table of settings")
     _refuse_unknown(mapping, _TOP_LEVEL_KEYS | set(Policy.FIELDS), source)
-    preset = mapping.get("preset", "strict")
+    preset = mapping.get("preset", default_preset)
     if preset not in PRESETS:
         raise ValueError(f"{source}: preset must be one of {PRESETS!r}, not {preset!r}")
     mode = mapping.get("mode", "enforce")
@@ -80,9 +85,10 @@ def config_from_mapping(mapping: Mapping[str, Any], *, source: str = "configurat
     return Config(policy=policy, routes=tuple(routes), mode=mode)
 
 
-def load_config(path: str | os.PathLike[str]) -> Config:
+def load_config(path: str | os.PathLike[str], *, default_preset: str = "strict") -> Config:
     """Read a :class:`Config` from a TOML file, or from the ``[tool.urlguard]``
-    table of a ``pyproject.toml``."""
+    table of a ``pyproject.toml``. ``default_preset`` is the preset used when
+    the file names none (the command line's ``--policy``)."""
     file = Path(path)
     try:
         with file.open("rb") as stream:
@@ -93,10 +99,12 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         raise ValueError(f"{file}: not valid TOML: {error}") from None
     tool = data.get("tool")
     if isinstance(tool, Mapping) and "urlguard" in tool:
-        return config_from_mapping(tool["urlguard"], source=f"{file} [tool.urlguard]")
+        return config_from_mapping(
+            tool["urlguard"], source=f"{file} [tool.urlguard]", default_preset=default_preset
+        )
     if file.name == "pyproject.toml":
         raise ValueError(f"{file}: has no [tool.urlguard] table")
-    return config_from_mapping(data, source=str(file))
+    return config_from_mapping(data, source=str(file), default_preset=default_preset)
 
 
 def _policy(base: Policy, overrides: Mapping[str, Any], where: str) -> Policy:

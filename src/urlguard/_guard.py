@@ -25,16 +25,16 @@ import logging
 import os
 import re
 import threading
-from binascii import unhexlify
 from collections import Counter
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Final, Literal
 from urllib.parse import quote_from_bytes
 
 from . import _grammar as g
 from ._config import Config, Mode, _check_prefix, _policy, _refuse_unknown, load_config
 from ._errors import InvalidTarget
 from ._policy import DEFAULT_POLICY, Policy
+from ._routes import ABSOLUTE_PREFIX, Route, RouteTable
 from ._target import Target, parse_target
 
 __all__ = [
@@ -67,19 +67,6 @@ LOG_LIMIT: Final = 256
 #: Carrier of the request: the ASGI scope or the WSGI environ.
 Carrier = MutableMapping[str, Any]
 
-# Absolute-form (RFC 9112 §3.2.2): scheme (any case, RFC 3986 §3.1) and
-# authority, up to where the path starts.
-_ABSOLUTE_PREFIX: Final = re.compile(rb"[Hh][Tt][Tt][Pp][Ss]?://[^/?#]*")
-
-
-class Route(NamedTuple):
-    """One per-route policy, precomputed for matching."""
-
-    prefix: str  # as configured, for messages
-    key: bytes  # the prefix percent-decoded, compared with decoded paths
-    directory: bool  # prefix ends with '/': a plain prefix match
-    policy: Policy
-
 
 class Guard:
     """Checked options and the logic both middlewares share. One per middleware."""
@@ -96,6 +83,7 @@ class Guard:
         "policy",
         "report",
         "routes",
+        "table",
     )
 
     policy: Policy
@@ -130,7 +118,8 @@ class Guard:
             self.policy = DEFAULT_POLICY if policy is None else policy
             pairs = _routes(owner, routes, self.policy)
             default_mode = "enforce"
-        self.routes = _compile_routes(owner, pairs)
+        self.table = RouteTable(self.policy, pairs, owner)
+        self.routes = self.table.routes
 
         if mode is None:
             mode = default_mode
@@ -158,26 +147,8 @@ class Guard:
     # -- route selection ------------------------------------------------------
 
     def select(self, target: bytes, root: bytes = b"") -> Policy:
-        """The policy for ``target``: the longest matching route, else the base.
-
-        Prefixes are compared with the *percent-decoded* path, the way the
-        framework behind will route it (Starlette, werkzeug and Django all
-        route on the decoded path): ``/%61dmin/`` must not escape a stricter
-        ``/admin/`` policy. ``root`` is a mount point (``root_path``,
-        ``SCRIPT_NAME``, decoded) still present at the start of ``target``.
-        """
-        if not self.routes:
-            return self.policy
-        path = _path_of(target)
-        key = _percent_decode(path) if b"%" in path else path
-        if root and key.startswith(root) and key[len(root) : len(root) + 1] == b"/":
-            key = key[len(root) :]
-        for route in self.routes:  # longest first
-            if key.startswith(route.key) and (
-                route.directory or len(key) == len(route.key) or key[len(route.key)] == 0x2F
-            ):
-                return route.policy
-        return self.policy
+        """The policy for ``target`` (see :meth:`RouteTable.select`)."""
+        return self.table.select(target, root)
 
     # -- violations -----------------------------------------------------------
 
@@ -345,31 +316,9 @@ def strip_root(raw: bytes, root: bytes) -> bytes | None:
     if not raw.startswith(root):
         return None
     rest = raw[len(root) :]
-    if rest[:1] == b"/" or rest == b"*" or _ABSOLUTE_PREFIX.match(rest):
+    if rest[:1] == b"/" or rest == b"*" or ABSOLUTE_PREFIX.match(rest):
         return rest
     return None
-
-
-# RFC 3986 §2.1 pct-encoded, in runs; a malformed escape is left as it is.
-_ESCAPE_RUN: Final = re.compile(rb"(?:%[0-9A-Fa-f]{2})+")
-
-
-def _decode_run(match: re.Match[bytes]) -> bytes:
-    return unhexlify(match[0].replace(b"%", b""))
-
-
-def _percent_decode(raw: bytes) -> bytes:
-    """Decode every well-formed escape, as frameworks do before routing."""
-    return _ESCAPE_RUN.sub(_decode_run, raw)
-
-
-def _path_of(target: bytes) -> bytes:
-    """The raw path of a target, origin-form or absolute-form."""
-    if target[:1] != b"/":
-        match = _ABSOLUTE_PREFIX.match(target)
-        if match is not None:
-            target = target[match.end() :] or b"/"
-    return target.partition(b"?")[0]
 
 
 def _config(owner: str, config: object, policy: object, routes: object) -> Config | None:
@@ -413,21 +362,6 @@ def _routes(owner: str, routes: object, base: Policy) -> list[tuple[str, Policy]
                 f"not {type(value).__name__}"
             )
     return pairs
-
-
-def _compile_routes(owner: str, pairs: list[tuple[str, Policy]]) -> tuple[Route, ...]:
-    seen: dict[bytes, str] = {}
-    compiled: list[Route] = []
-    for prefix, policy in pairs:
-        key = _percent_decode(prefix.encode("ascii"))
-        if key in seen:
-            raise ValueError(
-                f"{owner}: routes[{prefix!r}] and routes[{seen[key]!r}] are the same prefix"
-            )
-        seen[key] = prefix
-        compiled.append(Route(prefix, key, key.endswith(b"/"), policy))
-    compiled.sort(key=lambda route: len(route.key), reverse=True)
-    return tuple(compiled)
 
 
 def _callback(owner: str, name: str, value: object) -> Callable[..., Any] | None:

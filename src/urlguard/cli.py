@@ -32,7 +32,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Final
 
 # The public API, as any other user of urlguard would call it.
 from . import (
@@ -49,6 +49,7 @@ from . import (
 )
 from ._audit import FORMATS, AuditError, Auditor, Progress, ProgressFactory, Report, display
 from ._audit import display_pieces as _display_pieces
+from ._routes import RouteTable
 
 #: Exit codes (DESIGN.md §5, pinned).
 EXIT_OK: Final = 0
@@ -69,7 +70,8 @@ _POLICY_HELP: Final = (
 )
 _CONFIG_HELP: Final = (
     "a TOML policy file, standalone or a pyproject.toml with [tool.urlguard] (the same "
-    "file the middleware reads); its base policy is used, its [routes] are not"
+    "file the middleware reads); each target is judged under the policy the middleware "
+    "would choose for it, its [routes] included"
 )
 _EXIT_HELP: Final = (
     "exit status: 0 when every target passes, 1 when any would be rejected, "
@@ -223,55 +225,32 @@ def _policy_options(parser: argparse.ArgumentParser) -> None:
 # --- policy ----------------------------------------------------------------------
 
 
-def _resolve_policy(args: argparse.Namespace) -> Policy:
-    """``--policy`` alone picks a preset. ``--config`` gives the file's base
-    policy; with both, the file's keys win and ``--policy`` only replaces the
-    preset the file builds on, when the file names none itself."""
-    preset: str | None = args.policy
+def _resolve_policy(args: argparse.Namespace) -> RouteTable:
+    """``--policy`` alone picks a preset. ``--config`` gives the file's policy
+    and its per-route policies, chosen per target as the middleware chooses
+    them; ``--policy`` then only picks the preset for a file that names none."""
+    preset: str = args.policy or "strict"
     path: str | None = args.config
-    base = Policy.browser() if preset == "browser" else Policy()
     if path is None:
-        return base
+        return RouteTable(Policy.browser() if preset == "browser" else Policy(), [])
     try:
-        config = load_config(path)
+        config = load_config(path, default_preset=preset)
     except (TypeError, ValueError) as error:
         raise _Error(f"--config: {error}") from None
-    if preset is None:
-        return config.policy
-    try:
-        table = _config_table(path)
-    except (OSError, ValueError) as error:  # changed since load_config read it
-        raise _Error(f"--config: {error}") from None
-    if "preset" in table:
-        return config.policy
-    ours = {key: getattr(config.policy, key) for key in table if key in Policy.FIELDS}
-    return base.replace(**ours)
-
-
-def _config_table(path: str) -> dict[str, Any]:
-    """The table of the file that ``load_config`` read (already validated)."""
-    import tomllib
-
-    with open(path, "rb") as stream:
-        data = tomllib.load(stream)
-    tool = data.get("tool")
-    if isinstance(tool, dict) and isinstance(tool.get("urlguard"), dict):
-        table: dict[str, Any] = tool["urlguard"]
-        return table
-    return data
+    return RouteTable(config.policy, list(config.routes))
 
 
 # --- check -------------------------------------------------------------------------
 
 
 def _check(args: argparse.Namespace) -> int:
-    policy = _resolve_policy(args)
+    routes = _resolve_policy(args)
     as_json: bool = args.json
     status = EXIT_OK
     for given in args.targets:
         raw = _argument_bytes(given)
         try:
-            target = parse_target(raw, policy)
+            target = parse_target(raw, routes.select(raw))
         except InvalidTarget as error:
             status = EXIT_REJECTED
             _out(_json_verdict(given, None, error) if as_json else _rejected_text(raw, error))
