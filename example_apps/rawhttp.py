@@ -314,8 +314,13 @@ def _read_response(reader: _Reader, method: bytes, *, framed_only: bool) -> Resp
         for name, _, value in (line.partition(b":") for line in header_lines)
     )
     response = Response(status, reason, version=parts[0], headers=headers)
-    # RFC 9112 §6.3: no body for HEAD, 1xx, 204 and 304.
-    if method == b"HEAD" or status < 200 or status in (204, 304):
+    # RFC 9112 §6.3: no body for HEAD, 1xx, 204 and 304; a 2xx to CONNECT starts a tunnel.
+    if (
+        method == b"HEAD"
+        or status < 200
+        or status in (204, 304)
+        or (method == b"CONNECT" and status < 300)
+    ):
         return response
     if (response.header(b"transfer-encoding") or b"").lower().endswith(b"chunked"):
         body = _read_chunked(reader)
