@@ -27,7 +27,13 @@ Rule = Literal[
 ]
 Component = Literal["target", "path", "query"]
 
-#: Every rule code, in the order the parser applies them.
+#: Every rule code, in the order the parser applies them: first to the whole
+#: target (too-long, fragment, bad-form), then raw-char and too-many (path,
+#: then query), then segment by segment (empty-segment; for each piece of
+#: the segment malformed-escape, encoded-slash, encoded-backslash,
+#: invalid-utf8, forbidden-char; then dot-segment and double-encoding), then
+#: query pair by pair (name, then value: malformed-escape, invalid-utf8,
+#: forbidden-char). The first violation found is the one reported.
 RULES: Final[tuple[Rule, ...]] = (
     "too-long",
     "fragment",
