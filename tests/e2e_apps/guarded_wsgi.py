@@ -1,0 +1,58 @@
+"""A Flask app behind ``urlguard.wsgi.StrictURLMiddleware`` that echoes the stored target.
+
+    gunicorn -b 127.0.0.1:8000 e2e_apps.guarded_wsgi:app
+
+Every request that reaches the application, routed or not (``OPTIONS *``
+matches no route), gets ``200`` (``405`` for ``CONNECT``) and JSON:
+``segments`` and ``query`` decoded by urlguard, ``raw`` the target urlguard
+read (latin-1, one character per byte; ``null`` when it stored none), and the
+server's raw-target keys. ``/files/`` keeps ``%2F`` in segments (a per-route
+policy); everything else uses the strict default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask, Response, jsonify, request
+
+from urlguard.wsgi import StrictURLMiddleware
+
+METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT"]
+# A 2xx to CONNECT would turn the connection into a tunnel (RFC 9110 §9.3.6):
+# the app reports, but refuses to tunnel.
+STATUS = {"CONNECT": 405}
+
+app = Flask(__name__)
+app.wsgi_app = StrictURLMiddleware(  # type: ignore[method-assign]
+    app.wsgi_app, routes={"/files/": {"encoded_slash": "keep"}}
+)
+
+
+def report(*, routed: bool) -> dict[str, Any]:
+    """What urlguard stored and what the server handed over, as JSON-able data."""
+    environ = request.environ
+    target = environ.get("urlguard.target")
+    return {
+        "app": "flask",
+        "routed": routed,
+        "segments": None if target is None else list(target.segments),
+        "query": None if target is None else [list(pair) for pair in target.query],
+        "raw": None if target is None else target.raw.decode("latin-1"),
+        "server": {
+            key: environ.get(key)
+            for key in ("RAW_URI", "REQUEST_URI", "PATH_INFO", "QUERY_STRING", "SCRIPT_NAME")
+        },
+    }
+
+
+@app.route("/", defaults={"rest": ""}, methods=METHODS, provide_automatic_options=False)
+@app.route("/<path:rest>", methods=METHODS, provide_automatic_options=False)
+def echo(rest: str) -> tuple[Response, int]:
+    return jsonify(report(routed=True)), STATUS.get(request.method, 200)
+
+
+@app.errorhandler(404)
+def unrouted(exc: Exception) -> tuple[Response, int]:
+    """No route matched: still report, with 200, so "the application was reached" shows."""
+    return jsonify(report(routed=False)), STATUS.get(request.method, 200)
