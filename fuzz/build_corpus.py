@@ -1,0 +1,40 @@
+"""Write the fuzzing seed corpus: the truth-table targets of tests/test_target.py
+and the regression inputs of tests/test_fuzz_regressions.py, one file each.
+
+    python fuzz/build_corpus.py DIRECTORY
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from test_fuzz_regressions import REGRESSIONS, seed_targets
+
+
+def seeds() -> list[bytes]:
+    regressions = [param.values[0] for param in REGRESSIONS]
+    return [*seed_targets(), *(data for data in regressions if isinstance(data, bytes))]
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python fuzz/build_corpus.py DIRECTORY", file=sys.stderr)
+        return 2
+    directory = Path(argv[0])
+    directory.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for seed in seeds():
+        path = directory / hashlib.sha1(seed).hexdigest()
+        if not path.exists():
+            path.write_bytes(seed)
+            written += 1
+    print(f"{written} new seeds in {directory} ({len(seeds())} in all)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
