@@ -110,12 +110,24 @@ def test_allows_char(policy: Policy, char: str, allowed: bool) -> None:
     assert policy.allows_char(char) is allowed
 
 
-def test_utf8_prefilter_never_hides_a_forbidden_character() -> None:
-    """Every forbidden code point has a lead byte that the prefilter keeps."""
-    for policy in (Policy(), Policy(allowed_ranges=[(0x20, 0x7E), (0xA0, 0xFF)])):
-        for cp in range(0, 0x110000, 7):
-            if 0xD800 <= cp <= 0xDFFF:
-                continue
-            char = chr(cp)
-            if not policy.allows_char(char):
-                assert char.encode("utf-8").translate(None, policy._utf8_safe), hex(cp)
+def test_printable_prefilter_never_hides_a_forbidden_character() -> None:
+    """The parser skips the forbidden-char search for text that
+    str.isprintable() accepts, under policies without allowed_ranges: every
+    default-forbidden code point must be one it refuses."""
+    from urlguard._grammar import FORBIDDEN_RANGES
+
+    for low, high in FORBIDDEN_RANGES:
+        for cp in range(low, high + 1):
+            assert not chr(cp).isprintable(), hex(cp)
+    assert Policy()._printable_ok
+    assert Policy(allow_chars="\n")._printable_ok
+    assert not Policy(allowed_ranges=[(0x20, 0xFF)])._printable_ok
+
+
+@pytest.mark.parametrize("policy", [Policy(), Policy.browser(), Policy(path_params="reject")])
+def test_fast_table_keeps_exactly_the_allowed_bytes(policy: Policy) -> None:
+    for byte in range(256):
+        raw = bytes([byte])
+        assert (raw.translate(policy._fast_table) == raw) == (byte in policy._fast_ok), byte
+        plain = byte in policy._fast_ok and byte not in b"%;"
+        assert (raw.translate(policy._plain_table) == raw) == plain, byte

@@ -83,7 +83,8 @@ class Policy:
     _path_ok: bytes = dataclasses.field(init=False, repr=False, compare=False)
     _query_ok: bytes = dataclasses.field(init=False, repr=False, compare=False)
     _fast_ok: bytes = dataclasses.field(init=False, repr=False, compare=False)
-    _plain_ok: bytes = dataclasses.field(init=False, repr=False, compare=False)
+    _fast_table: bytes = dataclasses.field(init=False, repr=False, compare=False)
+    _plain_table: bytes = dataclasses.field(init=False, repr=False, compare=False)
     _reject_empty: bool = dataclasses.field(init=False, repr=False, compare=False)
     _reject_dots: bool = dataclasses.field(init=False, repr=False, compare=False)
     _plain_max: int = dataclasses.field(init=False, repr=False, compare=False)
@@ -91,7 +92,7 @@ class Policy:
     _query_bad: re.Pattern[bytes] = dataclasses.field(init=False, repr=False, compare=False)
     _forbidden: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
     _ascii_clean: bool = dataclasses.field(init=False, repr=False, compare=False)
-    _utf8_safe: bytes = dataclasses.field(init=False, repr=False, compare=False)
+    _printable_ok: bool = dataclasses.field(init=False, repr=False, compare=False)
 
     FIELDS: ClassVar[tuple[str, ...]]
 
@@ -130,7 +131,9 @@ class Policy:
         # allowed in both components ('?' itself ends the path).
         fast_ok = (path_ok | {g.QUESTION}) & query_ok
         set_(self, "_fast_ok", g.to_bytes(fast_ok))
-        set_(self, "_plain_ok", g.to_bytes(fast_ok - {g.PERCENT, g.SEMICOLON}))
+        # For checks that build nothing per call: raw.translate(table) == raw.
+        set_(self, "_fast_table", _keeping(fast_ok))
+        set_(self, "_plain_table", _keeping(fast_ok - {g.PERCENT, g.SEMICOLON}))
         set_(self, "_reject_empty", self.empty_segment == "reject")
         set_(self, "_reject_dots", self.dot_segment == "reject")
         allowed = _allowed_intervals(ranges, self.allow_chars)
@@ -141,7 +144,10 @@ class Policy:
         # forbidden-char check is skipped on that fast path.
         raw_text = g.to_str(path_ok | query_ok | {ord(" ")})
         set_(self, "_ascii_clean", forbidden.search(raw_text) is None)
-        set_(self, "_utf8_safe", g.to_bytes(_safe_utf8_bytes(allowed)))
+        # Every default-forbidden character is one that str.isprintable()
+        # refuses (Unicode categories Cc, Cf, Zl, Zp, Cn; tested), so with
+        # no narrower allowed_ranges, printable text needs no search.
+        set_(self, "_printable_ok", ranges is None)
         # The parser's plain path (see parse_target) serves targets up to
         # this length: n bytes hold at most n segments or n query pairs, so
         # no count can pass a limit. A policy that forbids some ASCII
@@ -178,6 +184,12 @@ def _raw_extra(name: str, value: object) -> frozenset[int]:
         allowed = g.to_str(g.ALLOWABLE_RAW_EXTRA)
         raise ValueError(f"Policy.{name} may only contain characters from {allowed!r}")
     return chars
+
+
+def _keeping(allowed: frozenset[int]) -> bytes:
+    """A translate() table that keeps ``allowed`` bytes and changes every
+    other one (to NUL; NUL itself to 0x01)."""
+    return bytes(b if b in allowed else int(b == 0) for b in range(256))
 
 
 def _outside(allowed: frozenset[int]) -> re.Pattern[bytes]:
@@ -243,26 +255,6 @@ def _allowed_intervals(
     base = _merge(ranges or [(0, g.MAX_CODE_POINT)])
     allowed = _subtract(base, _merge(g.FORBIDDEN_RANGES))
     return _merge([*allowed, *((ord(c), ord(c)) for c in allow_chars)])
-
-
-def _safe_utf8_bytes(allowed: list[tuple[int, int]]) -> frozenset[int]:
-    """Bytes that cannot start the UTF-8 encoding of a forbidden character.
-
-    UTF-8 keeps code point order (RFC 3629 section 3), so every character of a
-    forbidden interval has a lead byte between those of its ends. Continuation
-    bytes (0x80-0xBF) never start a character. Decoded bytes made only of
-    safe bytes need no forbidden-char search: a C-speed prefilter."""
-    risky: set[int] = set()
-    start = 0
-    for low, high in [*allowed, (g.MAX_CODE_POINT + 1, g.MAX_CODE_POINT + 1)]:
-        if start < low:  # the forbidden interval [start, low - 1]
-            risky.update(range(_lead_byte(start), _lead_byte(low - 1) + 1))
-        start = high + 1
-    return (frozenset(range(256)) - risky) | frozenset(range(0x80, 0xC0))
-
-
-def _lead_byte(code_point: int) -> int:
-    return chr(code_point).encode("utf-8", "surrogatepass")[0]
 
 
 def _forbidden_pattern(allowed: list[tuple[int, int]]) -> re.Pattern[str]:
