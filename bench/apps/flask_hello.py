@@ -1,0 +1,55 @@
+"""A hello-world Flask app: ``bare``, behind a no-op WSGI layer, and guarded.
+
+The guard wraps ``app.wsgi_app``, as the Flask integration documents; ``noop``
+wraps it with a pass-through layer instead. Each variant is its own Flask
+application, so the servers and the in-process bench load them side by side.
+
+    gunicorn --workers 1 --worker-class sync bench.apps.flask_hello:guarded
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
+
+from flask import Flask
+
+from urlguard.wsgi import StrictURLMiddleware
+
+HELLO = "Hello, world!"
+
+
+class NoopMiddleware:
+    """A WSGI layer that does nothing: the cost of being a middleware."""
+
+    def __init__(self, app: WSGIApplication) -> None:
+        self.app = app
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        return self.app(environ, start_response)
+
+
+def make_app(layer: str) -> Flask:
+    """The app with ``layer`` in front: ``"bare"``, ``"noop"`` or ``"guarded"``."""
+    app = Flask(f"hello_{layer}")
+
+    @app.get("/api/v1/users/<int:user_id>/orders")
+    def orders(user_id: int) -> str:
+        return HELLO
+
+    @app.get("/wiki/<title>")
+    def wiki(title: str) -> str:
+        return HELLO
+
+    if layer == "noop":
+        app.wsgi_app = NoopMiddleware(app.wsgi_app)  # type: ignore[method-assign]
+    elif layer == "guarded":
+        app.wsgi_app = StrictURLMiddleware(app.wsgi_app)  # type: ignore[method-assign]
+    elif layer != "bare":
+        raise ValueError(f"layer must be bare, noop or guarded, not {layer!r}")
+    return app
+
+
+bare = make_app("bare")
+noop = make_app("noop")
+guarded = make_app("guarded")

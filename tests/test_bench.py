@@ -1,0 +1,232 @@
+"""Smoke tests for the benchmark suite (bench/, issue 7): every part runs end
+to end on a tiny budget and prints its table. No timing is asserted: these
+runs are far too short to mean anything, and the machine is shared.
+
+Each part runs as ``python -m bench --quick --part PART`` from the project
+root, as a person would run it, so the suite is tested the way it is used
+and ``bench`` need not be importable from the tests.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NUMBER = r"[0-9][0-9,]*(?:\.[0-9]+)?"
+
+
+def run_bench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bench", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def row(output: str, *cells: str) -> re.Match[str] | None:
+    """The table row that starts with ``cells`` (whitespace between), then a number."""
+    pattern = r"^" + r"\s+".join(re.escape(c) for c in cells) + r"\s+(" + NUMBER + r")"
+    return re.search(pattern, output, re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def corpus_run() -> str:
+    done = run_bench("--part", "corpus")
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize(
+    "label",
+    [
+        pytest.param(label, id=label)
+        for label in ("date", "command", "machine", "python", "packages", "wrk", "commit")
+    ],
+)
+def test_header_names_the_run(corpus_run: str, label: str) -> None:
+    assert re.search(rf"^{label}\s+\S", corpus_run, re.MULTILINE), corpus_run
+
+
+def test_header_has_versions_and_load_before_and_after(corpus_run: str) -> None:
+    assert re.search(r"^packages .*\burlguard [0-9]", corpus_run, re.MULTILINE)
+    assert re.search(r"^packages .*\bstarlette [0-9]", corpus_run, re.MULTILINE)
+    assert re.search(r"^load .* before$", corpus_run, re.MULTILINE)
+    assert re.search(r"^load .* after;", corpus_run, re.MULTILINE)
+
+
+@pytest.mark.parametrize(
+    ("kind", "count"),
+    [
+        pytest.param("plain", 1600, id="80 % plain ASCII"),
+        pytest.param("encoded", 300, id="15 % percent-encoded UTF-8"),
+        pytest.param("malformed", 100, id="5 % malformed"),
+        pytest.param("all", 2000, id="2000 targets in all"),
+    ],
+)
+def test_corpus_composition(corpus_run: str, kind: str, count: int) -> None:
+    found = row(corpus_run, kind)
+    assert found is not None, corpus_run
+    assert int(found.group(1)) == count
+
+
+@pytest.mark.parametrize(
+    "verdict",
+    [
+        pytest.param("urlguard rejects 0/1600 plain\n", id="plain all accepted"),
+        pytest.param("urlguard rejects 0/300 encoded\n", id="encoded all accepted"),
+        pytest.param("urlguard rejects 100/100 malformed (", id="malformed all rejected"),
+    ],
+)
+def test_corpus_kinds_are_what_they_say(corpus_run: str, verdict: str) -> None:
+    assert verdict in corpus_run
+
+
+def test_corpus_mean_length_is_about_50_bytes(corpus_run: str) -> None:
+    mean = re.search(r"^all\s+2000\s+100\.0%\s+(" + NUMBER + ")", corpus_run, re.MULTILINE)
+    assert mean is not None, corpus_run
+    assert 45 <= float(mean.group(1)) <= 55
+
+
+def test_corpus_is_the_same_on_every_run(corpus_run: str) -> None:
+    again = run_bench("--part", "corpus").stdout
+    assert (
+        again.split("Corpus:")[1].split("load")[0]
+        == corpus_run.split("Corpus:")[1].split("load")[0]
+    )
+    assert "seed 20240607" in again
+
+
+def test_micro_prints_every_parser_for_every_subset() -> None:
+    done = run_bench("--quick", "--part", "micro")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "Micro: ns per target" in out
+    for subset in ("mixed", "plain", "encoded", "malformed"):
+        for parser in ("naive", "urlguard", "werkzeug"):
+            assert row(out, subset, parser) is not None, (subset, parser, out)
+        for optional, dist in (("yarl", "yarl"), ("ada-url", "ada-url")):
+            printed = row(out, subset, optional) is not None
+            assert printed or f"pip install {dist}" in out, (subset, optional)
+    # urlguard rejects exactly the malformed twentieth; naive rejects nothing.
+    assert re.search(r"^mixed\s+urlguard\s.*\s100/2000\s", out, re.MULTILINE), out
+    assert re.search(r"^mixed\s+naive\s.*\s0/2000\s", out, re.MULTILINE), out
+    assert re.search(r"^malformed\s+urlguard\s.*\s100/100\s*$", out, re.MULTILINE), out
+    assert re.search(r"same segments and query on 1900/1900 ", out), out
+    assert re.search(r"^micro: mixed corpus, urlguard/naive\s", out, re.MULTILINE), out
+
+
+def test_inprocess_prints_every_variant() -> None:
+    done = run_bench("--quick", "--part", "inprocess")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "In-process: µs per request" in out
+    for app in ("starlette", "flask"):
+        for target in ("plain", "encoded"):
+            for layer in ("bare", "noop", "guarded"):
+                assert row(out, app, target, layer) is not None, (app, target, layer, out)
+    for goal in ("Starlette plain", "Starlette encoded", "Flask plain", "Flask encoded"):
+        assert re.search(rf"^in-process: {goal}, guarded/bare\s", out, re.MULTILINE), goal
+    # The guard's rejection of the hostile check target is not logged into the output.
+    assert "rejected request target" not in done.stderr
+
+
+def test_audit_prints_both_logs_both_ways() -> None:
+    done = run_bench("--quick", "--part", "audit")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "Audit: `urlguard audit --json` lines per second" in out
+    for log in ("typical", "distinct"):
+        for how in ("in-process", "subprocess"):
+            found = row(out, log, how)
+            assert found is not None, (log, how, out)
+            assert found.group(1) == "2,000"  # every generated line was counted
+
+
+def test_profile_prints_ladder_and_breakdowns() -> None:
+    done = run_bench("--quick", "--part", "profile")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for target in ("plain", "encoded"):
+        assert row(out, target, "parse_target(raw)") is not None, out
+        assert row(out, target, "= ASGI middleware cost") is not None, out
+        assert row(out, target, "= WSGI middleware cost") is not None, out
+        assert f"parse_target + reads, {target}: " in out
+        assert f"Starlette guarded request, {target}: " in out
+        assert f"Flask guarded request, {target}: " in out
+    assert "urlguard audit, all-distinct log, per line: " in out
+    for rule in ("malformed-escape", "invalid-utf8", "encoded-slash", "raw-char", "fragment"):
+        assert row(out, rule) is not None, (rule, out)
+
+
+def test_instructions_prints_counts_or_says_how_to_get_valgrind() -> None:
+    done = run_bench("--quick", "--part", "instructions")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    if shutil.which("valgrind") is None:
+        assert "skipped: valgrind is not installed" in out
+        assert "apt-get install -y valgrind" in out
+        return
+    naive = row(out, "plain", "naive")
+    strict = row(out, "plain", "urlguard")
+    assert naive is not None, out
+    assert strict is not None, out
+    # Instruction counts are deterministic enough to be sane: thousands per target.
+    assert 1_000 < float(strict.group(1).replace(",", "")) < 1_000_000
+    for layer in ("bare", "noop", "guarded"):
+        assert row(out, "starlette", "plain", layer) is not None, (layer, out)
+
+
+@pytest.mark.servers
+def test_e2e_prints_every_server_or_says_how_to_get_wrk() -> None:
+    done = run_bench("--quick", "--part", "e2e", timeout=180)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    if shutil.which("wrk") is None:
+        assert "skipped: wrk is not installed" in out
+        assert "apt-get install -y wrk" in out
+        return
+    assert "End to end: req/s under wrk" in out
+    for server in ("uvicorn", "gunicorn"):
+        for target in ("plain", "encoded"):
+            for layer in ("bare", "guarded"):
+                found = row(out, server, target, layer)
+                assert found is not None, (server, target, layer, out)
+                assert float(found.group(1).replace(",", "")) > 0
+    assert re.search(r"^end to end: uvicorn plain, guarded/bare req/s\s", out, re.MULTILINE)
+    # wrk saw only 2xx answers and no socket errors (the bench warns otherwise).
+    assert "warning:" not in out, out
+
+
+def test_run_py_works_as_a_script() -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/run.py", "--part", "corpus"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert row(done.stdout, "all", "2000") is not None
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--part", "nope"], id="unknown part"),
+        pytest.param(["--rounds", "many"], id="rounds not a number"),
+    ],
+)
+def test_usage_errors_exit_2(args: list[str]) -> None:
+    done = run_bench(*args)
+    assert done.returncode == 2
+    assert "usage:" in done.stderr
