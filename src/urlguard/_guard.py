@@ -42,6 +42,7 @@ __all__ = [
     "TARGET_KEY",
     "VIOLATION_KEY",
     "Guard",
+    "GuardedMiddleware",
     "MissingRawTarget",
     "escape",
     "rebuild_target",
@@ -66,6 +67,22 @@ LOG_LIMIT: Final = 256
 
 #: Carrier of the request: the ASGI scope or the WSGI environ.
 Carrier = MutableMapping[str, Any]
+
+
+class GuardedMiddleware:
+    """What both ``StrictURLMiddleware`` classes show of their guard."""
+
+    _guard: Guard
+
+    @property
+    def mode(self) -> str:
+        """``"enforce"`` or ``"report"``."""
+        return self._guard.mode
+
+    @property
+    def violations(self) -> dict[str, int]:
+        """How many requests broke each rule so far (both modes), by rule code."""
+        return self._guard.violations
 
 
 class Guard:

@@ -7,18 +7,20 @@ component parts"), then each piece is decoded as strict UTF-8 (RFC 3629) and
 its characters checked against the policy. Nothing is ever normalized: a
 target is accepted as it is, or rejected with exactly one rule code.
 
-Two routes lead to the same verdict:
+Three routes lead to the same verdict:
 
-* ``_parse_fast`` handles the common case with whole-component operations
-  (one ``translate`` over the target, one regex substitution per component to
-  decode escapes, one ``decode`` per component). It never rejects: when
-  anything looks unusual it returns ``None``.
+* a plain ASCII target (no '%', no ';', short) is accepted in
+  ``parse_target`` itself after one ``translate`` and two substring checks;
+* ``_parse_fast`` handles the rest of the common cases with whole-component
+  operations (one C call to decode the escapes of a component, one
+  ``decode``, one check of its characters). It never rejects: when anything
+  looks unusual it returns ``None``;
 * ``_parse_carefully`` walks the target piece by piece, in the documented rule
   order, and is the only place that raises. So the rule reported for an input
   never depends on which route looked at it first.
 
-The two must accept the same targets with the same result; tests check that
-by differential properties.
+Whatever a faster route accepts, the careful one accepts with the same
+result; property tests check that.
 """
 
 from __future__ import annotations
@@ -41,9 +43,6 @@ _BACKSLASH: Final = ord("\\")
 _PERCENT: Final = g.PERCENT
 _SEMICOLON: Final = g.SEMICOLON
 _PLUS: Final = g.PLUS
-# translate() with an identity table deletes faster than with None (CPython
-# builds a table per call for None).
-_SAME: Final = bytes(range(256))
 _SLASH: Final = ord("/")
 
 # RFC 3986 §2.1: pct-encoded = "%" HEXDIG HEXDIG, either case.

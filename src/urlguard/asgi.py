@@ -53,6 +53,7 @@ from ._guard import (
     LOGGER,
     TARGET_KEY,
     Guard,
+    GuardedMiddleware,
     MissingRawTarget,
     rebuild_target,
     strip_root,
@@ -82,7 +83,7 @@ _CLOSE_POLICY: Final = 1008
 _CLOSE_SERVER: Final = 1011
 
 
-class StrictURLMiddleware:
+class StrictURLMiddleware(GuardedMiddleware):
     """Reject ASGI requests whose raw target breaks the policy; hand the
     decoded :class:`~urlguard.Target` to the rest at ``scope["urlguard.target"]``.
 
@@ -149,16 +150,6 @@ class StrictURLMiddleware:
         )
         self._policy = guard.policy
         self._routed = bool(guard.routes)
-
-    @property
-    def mode(self) -> str:
-        """``"enforce"`` or ``"report"``."""
-        return self._guard.mode
-
-    @property
-    def violations(self) -> dict[str, int]:
-        """How many requests broke each rule so far (both modes), by rule code."""
-        return self._guard.violations
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in _GUARDED:

@@ -50,6 +50,7 @@ from ._guard import (
     LOGGER,
     TARGET_KEY,
     Guard,
+    GuardedMiddleware,
     MissingRawTarget,
     rebuild_target,
     strip_root,
@@ -69,7 +70,7 @@ _NOT_IMPLEMENTED: Final = "501 Not Implemented"
 _MISSING: Final = "no RAW_URI or REQUEST_URI in the environ"
 
 
-class StrictURLMiddleware:
+class StrictURLMiddleware(GuardedMiddleware):
     """Reject WSGI requests whose raw target breaks the policy; hand the
     decoded :class:`~urlguard.Target` to the rest at ``environ["urlguard.target"]``.
 
@@ -128,16 +129,6 @@ class StrictURLMiddleware:
         )
         self._policy = guard.policy
         self._routed = bool(guard.routes)
-
-    @property
-    def mode(self) -> str:
-        """``"enforce"`` or ``"report"``."""
-        return self._guard.mode
-
-    @property
-    def violations(self) -> dict[str, int]:
-        """How many requests broke each rule so far (both modes), by rule code."""
-        return self._guard.violations
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         raw = environ.get("RAW_URI")
