@@ -5,8 +5,8 @@ safe sets, URI cleaning and pretty printing) is computed here from the ABNF
 below. Nothing else in the package types a character class by hand: two
 hand-typed copies of one table drift apart.
 
-Sets are ``frozenset[int]`` of byte values (all ASCII); the ``*_BYTES``
-forms are ``bytes`` for ``bytes.translate(None, delete)`` checks.
+Sets are ``frozenset[int]`` of byte values (all ASCII); ``Policy`` derives
+its byte tables and patterns from them once, at construction.
 """
 
 from __future__ import annotations
@@ -74,17 +74,13 @@ ALLOWABLE_RAW_EXTRA = frozenset(b'"<>\\^`{|}[]')
 
 
 def to_bytes(chars: frozenset[int]) -> bytes:
-    """The set as sorted bytes, for ``bytes.translate(None, delete=...)``."""
+    """The set as sorted bytes, for regex classes and byte tables."""
     return bytes(sorted(chars))
 
 
 def to_str(chars: frozenset[int]) -> str:
     """The set as a sorted string, for readable messages and encoder tables."""
     return "".join(chr(c) for c in sorted(chars))
-
-
-PATH_RAW_BYTES = to_bytes(PATH_RAW)
-QUERY_RAW_BYTES = to_bytes(QUERY_RAW)
 
 
 # Decoded characters forbidden by default (DESIGN.md §2, rule forbidden-char):
