@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import time
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -47,6 +48,7 @@ TOKENS = [
     b"%25",
     b"%26",
     b"%3D",
+    b"%3d",
     b"%3B",
     b"%2B",
     b"%41",
@@ -107,6 +109,28 @@ def test_fast_path_agrees_with_careful_path(raw: bytes, policy: Policy) -> None:
     assert fast == careful
     assert fast.query == careful.query
     assert fast.params == careful.params
+
+
+# (raw target, policy, the query pairs): escapes of '&' and '=' are data,
+# so the fast path splits before decoding; it must take these targets.
+ESCAPED_SEPARATORS = [
+    (b"/s?q=a+%26+b&x=1", Policy(), (("q", "a & b"), ("x", "1"))),
+    (b"/s?k%3Dv=%3d&&=%26", Policy(), (("k=v", "="), ("", "&"))),
+    (b"/s?q=caf%C3%A9+%26+th%C3%A9", Policy(), (("q", "café & thé"),)),
+    (b"/s?q=a+%26+b", Policy(plus_as_space=False), (("q", "a+&+b"),)),
+    (b"/s?q=%5C\\%26", Policy.browser(), (("q", "\\\\&"),)),
+]
+
+
+@pytest.mark.parametrize(("raw", "policy", "query"), ESCAPED_SEPARATORS)
+def test_fast_path_splits_before_decoding_escaped_separators(
+    raw: bytes, policy: Policy, query: tuple[tuple[str, str], ...]
+) -> None:
+    fast = _parse_fast(raw, policy)
+    assert fast is not None
+    assert fast.query == query
+    assert fast == _parse_carefully(raw, policy)
+    assert parse_target(raw, policy).query == query
 
 
 @settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
