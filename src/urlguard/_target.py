@@ -55,8 +55,9 @@ _ESCAPE_IN_TEXT: Final = re.compile(r"%[0-9A-Fa-f]{2}")
 # encoding?) to the decoded text: the fast path leaves them to the careful
 # one. In a query, %26 and %3D would pass for separators once decoded: the
 # fast path then splits before decoding.
-_PATH_ESCAPE_NEEDS_CARE: Final = re.compile(r"%(?:2[5Ff]|5[Cc])")
-_QUERY_ESCAPE_NEEDS_CARE: Final = re.compile(r"%(?:26|3[Dd])")
+# (Matched once the fast path has turned each %HH into \xHH.)
+_PATH_ESCAPE_NEEDS_CARE: Final = re.compile(r"\\x(?:2[5Ff]|5[Cc])")
+_QUERY_ESCAPE_NEEDS_CARE: Final = re.compile(r"\\x(?:26|3[Dd])")
 
 # RFC 9112 §3.2.2 absolute-form, for the schemes of RFC 9110 §4.2 (scheme
 # names are case-insensitive, RFC 3986 §3.1). The authority is a reg-name,
@@ -311,68 +312,69 @@ def _parse_fast(raw: bytes, p: Policy) -> Target | None:
     buffer protocol; ``int in bytes``, ``partition`` and ``str in str`` do not."""
     # On text, not bytes: every byte is ASCII here, and ``str in str`` costs
     # a tenth of ``bytes in bytes`` (which first tries the needle as an int).
-    path, question, query = raw.decode().partition("?")
+    text = raw.decode()
+    escaped = "%" in text
+    if escaped:
+        # One replace for the whole target turns each %HH into \xHH, which
+        # codecs.escape_decode decodes in C (after doubling any raw
+        # backslash, the only other escape it knows). Path and query are
+        # then decoded apart; the '?' that splits them is the raw one, as
+        # %3F became \x3F.
+        if "\\" in text:  # raw only where the policy allows it: not an escape
+            text = text.replace("\\", "\\\\")
+        text = text.replace("%", "\\x")
+    path, question, query = text.partition("?")
     if len(path) > p.max_segments and path.count("/") > p.max_segments:
         return None
     if ";" in path:
         return None
-    plus = False
-    if "%" in path:
+    if escaped and "\\" in path:
         # The cheap test first: most paths hold no %2x or %5x escape at all.
-        if ("%2" in path or "%5" in path) and _PATH_ESCAPE_NEEDS_CARE.search(path):
+        if ("\\x2" in path or "\\x5" in path) and _PATH_ESCAPE_NEEDS_CARE.search(path):
             return None
-        # _unescape, inlined here and below: a call costs as much as the
-        # decoding itself on a short component.
-        if "\\" in path:  # raw only if the policy allows it: not an escape
-            path = path.replace("\\", "\\\\")
         try:
-            path_text = _escape_decode(path.replace("%", "\\x"))[0].decode()
+            path = _escape_decode(path)[0].decode()
         except ValueError:  # a malformed escape, or not UTF-8
             return None
         # Encoded dots need nothing here: the dot check below reads this text.
-        if not (p._printable_ok and path_text.isprintable()) and p._forbidden.search(path_text):
+        if not (p._printable_ok and path.isprintable()) and p._forbidden.search(path):
             return None
-    else:
-        path_text = path
-        if not p._ascii_clean and p._forbidden.search(path_text):
-            return None
-    if p._reject_empty and "//" in path_text:
+    elif not p._ascii_clean and p._forbidden.search(path):
+        return None
+    if p._reject_empty and "//" in path:
         return None
     # A dot segment always follows a '/': look closer only then.
-    if p._reject_dots and "/." in path_text:
-        segments = path_text[1:].split("/")
+    if p._reject_dots and "/." in path:
+        segments = path.split("/")
         if "." in segments or ".." in segments:
             return None
     pairs: Pairs | None = None if question else ()
-    if not question:
-        query_text = ""
-    elif len(query) >= p.max_params and query.count("&") >= p.max_params:
+    plus = False
+    if len(query) >= p.max_params and query.count("&") >= p.max_params:
         return None
-    elif "%" in query:
+    if escaped and "\\" in query:
         if p.plus_as_space and "+" in query:
             # '+' is space before percent-decoding, so %2B stays '+'.
             query = query.replace("+", " ")
-        if "\\" in query:
-            query = query.replace("\\", "\\\\")
         try:
-            query_text = _escape_decode(query.replace("%", "\\x"))[0].decode()
+            text = _escape_decode(query)[0].decode()
         except ValueError:
             return None
-        if not (p._printable_ok and query_text.isprintable()) and p._forbidden.search(query_text):
+        if not (p._printable_ok and text.isprintable()) and p._forbidden.search(text):
             return None
-        if ("%2" in query or "%3" in query) and _QUERY_ESCAPE_NEEDS_CARE.search(query):
+        if ("\\x2" in query or "\\x3" in query) and _QUERY_ESCAPE_NEEDS_CARE.search(query):
             pairs = _pairs_split_first(query)
+        query = text
     else:
-        query_text = query
         plus = p.plus_as_space
-        if not p._ascii_clean and p._forbidden.search(query_text):
+        if not p._ascii_clean and p._forbidden.search(query):
             return None
     target = Target()
     target._raw = raw
     target._path_start = 0
     target._authority = target._segments = target._params = None
-    target._path_text = path_text
-    target._query_text = query_text
+    target._path_text = path
+    target._query_text = query
     target._plus = plus
     target._query = pairs
     return target
@@ -382,19 +384,16 @@ def _pairs_split_first(query: str) -> Pairs:
     """The pairs of a query in which an escape decodes to '&' or '=': split
     first, then decode each name and value.
 
-    ``query`` is what ``_parse_fast`` has checked: '+' already space,
-    backslashes doubled, and decoded as a whole without error. So each piece
-    decodes too: a raw '&' or '=' can neither cut an escape nor sit inside a
-    UTF-8 sequence (RFC 3629 §3: every byte of a multi-byte character is
-    >= 0x80)."""
+    ``query`` is as ``_parse_fast`` holds it (escapes as ``\\xHH``, raw
+    backslashes doubled, '+' already space), and it decodes as a whole, so
+    each piece decodes too: a raw '&' or '=' can neither cut an escape nor
+    sit inside a UTF-8 sequence (RFC 3629 §3: every byte of a multi-byte
+    character is >= 0x80)."""
     pairs: list[tuple[str, str]] = []
     for piece in query.split("&"):
         if piece:
             name, _, value = piece.partition("=")
-            pairs.append((
-                _escape_decode(name.replace("%", "\\x"))[0].decode(),
-                _escape_decode(value.replace("%", "\\x"))[0].decode(),
-            ))  # fmt: skip
+            pairs.append((_escape_decode(name)[0].decode(), _escape_decode(value)[0].decode()))
     return tuple(pairs)
 
 
