@@ -167,7 +167,7 @@ class StrictURLMiddleware(GuardedMiddleware):
             if rest is not None:
                 raw, mount = rest, b""
         query = scope.get("query_string")
-        target = raw + b"?" + query if query else raw
+        target = b"?".join((raw, query)) if query else raw  # one allocation, not two
         policy = self._guard.select(target, mount) if self._routed else self._policy
         try:
             scope[TARGET_KEY] = parse_target(target, policy)

@@ -137,7 +137,7 @@ class StrictURLMiddleware(GuardedMiddleware):
             if raw is None:
                 return self._without_raw_target(environ, start_response)
         if type(raw) is str and raw.isascii():
-            target = raw.encode("ascii")
+            target = raw.encode()  # ASCII: UTF-8 gives the same bytes, without a codec lookup
         else:
             target = _raw_bytes(raw, environ)
         script = environ.get("SCRIPT_NAME")
