@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import Iterator
 from typing import Final, overload
 
 from . import _grammar as g
@@ -288,6 +287,9 @@ def parse_target(raw: bytes | bytearray | memoryview | str, policy: Policy | Non
         fast = _parse_fast(raw, p)
         if fast is not None:
             return fast
+        # Origin-form, not too long, every byte allowed raw (so no '#'):
+        # only the rules from too-many on can fail.
+        return _parse_pieces(raw, p, 0, None)
     return _parse_carefully(raw, p)
 
 
@@ -416,39 +418,59 @@ def _parse_carefully(raw: bytes, p: Policy) -> Target:
         path_start = form.end()
     question = raw.find(b"?", path_start)
     path_end = len(raw) if question < 0 else question
-    raw_path = raw[path_start:path_end]
-    raw_query = None if question < 0 else raw[question + 1 :]
 
     bad = p._path_bad.search(raw, path_start, path_end)
     if bad:
         index = raw.count(b"/", path_start, bad.start()) - 1
         raise InvalidTarget("raw-char", "path", max(index, 0), bad.start())
-    if raw_query is not None:
+    if question >= 0:
         bad = p._query_bad.search(raw, question + 1)
         if bad:
-            index = _pair_index(raw_query, bad.start() - question - 1)
+            index = _pair_index(raw[question + 1 :], bad.start() - question - 1)
             raise InvalidTarget("raw-char", "query", index, bad.start())
+    return _parse_pieces(raw, p, path_start, authority)
 
+
+def _parse_pieces(raw: bytes, p: Policy, path_start: int, authority: str | None) -> Target:
+    """The rules from too-many on, for a target whose raw bytes are checked.
+
+    The checks below return their violation instead of raising it, and it
+    is raised here: an exception costs more for every frame it leaves, and
+    rejections are a hot path too, under attack."""
+    question = raw.find(b"?", path_start)
+    raw_path = raw[path_start:question] if question >= 0 else raw[path_start:]
     if not raw_path:  # absolute-form with an empty path means "/" (RFC 9112 §3.2.2)
         raw_path = b"/"
     raw_segments = raw_path[1:].split(b"/")
     if len(raw_segments) > p.max_segments:
         offset = path_start + _nth(raw_path, b"/", p.max_segments)
         raise InvalidTarget("too-many", "path", p.max_segments, offset)
-    query_pieces = list(_pieces(raw_query, question + 1)) if raw_query is not None else []
-    if len(query_pieces) > p.max_params:
-        raise InvalidTarget("too-many", "query", p.max_params, query_pieces[p.max_params][1])
+    # The non-empty '&'-separated pieces of the query, with their offsets.
+    query_pieces: list[tuple[bytes, int]] = []
+    if question >= 0:
+        offset = question + 1
+        for piece in raw[offset:].split(b"&"):
+            if piece:
+                query_pieces.append((piece, offset))
+            offset += len(piece) + 1
+        if len(query_pieces) > p.max_params:
+            raise InvalidTarget("too-many", "query", p.max_params, query_pieces[p.max_params][1])
 
-    segments, params = _check_segments(raw_segments, path_start + 1, p)
-    query = tuple(
-        _check_pair(piece, offset, i, p) for i, (piece, offset) in enumerate(query_pieces)
-    )
-    return _make_target(raw, path_start, authority, segments, params, query)
+    checked = _check_segments(raw_segments, path_start + 1, p)
+    if isinstance(checked, InvalidTarget):
+        raise checked
+    pairs: list[tuple[str, str]] = []
+    for index, (piece, offset) in enumerate(query_pieces):
+        pair = _check_pair(piece, offset, index, p)
+        if isinstance(pair, InvalidTarget):
+            raise pair
+        pairs.append(pair)
+    return _make_target(raw, path_start, authority, checked[0], checked[1], tuple(pairs))
 
 
 def _check_segments(
     raw_segments: list[bytes], offset: int, p: Policy
-) -> tuple[tuple[str, ...], tuple[Pairs, ...] | None]:
+) -> tuple[tuple[str, ...], tuple[Pairs, ...] | None] | InvalidTarget:
     segments: list[str] = []
     all_params: list[Pairs] = []
     last = len(raw_segments) - 1
@@ -456,26 +478,34 @@ def _check_segments(
     for index, raw_segment in enumerate(raw_segments):
         if not raw_segment:
             if index != last and p.empty_segment == "reject":
-                raise InvalidTarget("empty-segment", "path", index, offset)
+                return InvalidTarget("empty-segment", "path", index, offset)
             segments.append("")
             all_params.append(())
         elif split:
             name_raw, *param_pieces = raw_segment.split(b";")
             name = _decode_segment_piece(name_raw, offset, index, p)
+            if isinstance(name, InvalidTarget):
+                return name
+            texts = [name]
             params: list[tuple[str, str]] = []
             piece_offset = offset + len(name_raw) + 1
             for piece in param_pieces:
                 if piece:
                     key_raw, _, value_raw = piece.partition(b"=")
                     key = _decode_segment_piece(key_raw, piece_offset, index, p)
+                    if isinstance(key, InvalidTarget):
+                        return key
                     value_offset = piece_offset + len(key_raw) + 1
                     value = _decode_segment_piece(value_raw, value_offset, index, p)
+                    if isinstance(value, InvalidTarget):
+                        return value
                     params.append((key, value))
+                    texts += (key, value)
                 piece_offset += len(piece) + 1
-            _check_dots(name, raw_segment, offset, index, p)
-            _check_double_encoding(
-                [name, *(text for pair in params for text in pair)], offset, index, p
-            )
+            error = _dots_error(name, raw_segment, offset, index, p)
+            error = error or _double_encoding_error(texts, offset, index, p)
+            if error:
+                return error
             segments.append(name)
             all_params.append(tuple(params))
         elif p._ascii_clean and _PERCENT not in raw_segment and _SEMICOLON not in raw_segment:
@@ -483,56 +513,70 @@ def _check_segments(
             # dot rule can apply to it.
             text = raw_segment.decode("ascii")
             if p._reject_dots and text in _DOT_SEGMENTS:
-                raise InvalidTarget("dot-segment", "path", index, offset)
+                return InvalidTarget("dot-segment", "path", index, offset)
             segments.append(text)
         else:
-            text = _decode_segment_piece(raw_segment, offset, index, p)
-            _check_dots(text, raw_segment, offset, index, p)
-            _check_double_encoding([text], offset, index, p)
-            segments.append(text)
+            decoded = _decode_segment_piece(raw_segment, offset, index, p)
+            if isinstance(decoded, InvalidTarget):
+                return decoded
+            error = _dots_error(decoded, raw_segment, offset, index, p)
+            error = error or _double_encoding_error([decoded], offset, index, p)
+            if error:
+                return error
+            segments.append(decoded)
         offset += len(raw_segment) + 1
     return tuple(segments), (tuple(all_params) if split else None)
 
 
-def _decode_segment_piece(piece: bytes, offset: int, index: int, p: Policy) -> str:
+def _decode_segment_piece(piece: bytes, offset: int, index: int, p: Policy) -> str | InvalidTarget:
     if _PERCENT in piece:
         # malformed-escape comes before the encoded-slash rules.
-        _check_escapes_well_formed(piece, offset, "path", index)
+        error = _escape_error(piece, offset, "path", index)
+        if error:
+            return error
         if p.encoded_slash == "reject":
             found = _ENCODED_SLASH.search(piece)
             if found:
-                raise InvalidTarget("encoded-slash", "path", index, offset + found.start())
+                return InvalidTarget("encoded-slash", "path", index, offset + found.start())
         if p.encoded_backslash == "reject":
             found = _ENCODED_BACKSLASH.search(piece)
             if found:
-                raise InvalidTarget("encoded-backslash", "path", index, offset + found.start())
+                return InvalidTarget("encoded-backslash", "path", index, offset + found.start())
         decoded = _unescape(piece)
     else:
         decoded = piece
     return _text_of(decoded, piece, offset, "path", index, p)
 
 
-def _check_double_encoding(texts: list[str], offset: int, index: int, p: Policy) -> None:
+def _double_encoding_error(
+    texts: list[str], offset: int, index: int, p: Policy
+) -> InvalidTarget | None:
     """An escape left in decoded text (from %25XX) is double encoding."""
     if p.double_encoding == "reject" and any(_ESCAPE_IN_TEXT.search(text) for text in texts):
-        raise InvalidTarget("double-encoding", "path", index, offset)
+        return InvalidTarget("double-encoding", "path", index, offset)
+    return None
 
 
-def _check_dots(text: str, raw_segment: bytes, offset: int, index: int, p: Policy) -> None:
+def _dots_error(
+    text: str, raw_segment: bytes, offset: int, index: int, p: Policy
+) -> InvalidTarget | None:
     if not p._reject_dots:
-        return
+        return None
     if text in _DOT_SEGMENTS:
-        raise InvalidTarget("dot-segment", "path", index, offset)
+        return InvalidTarget("dot-segment", "path", index, offset)
     # "..;x" is ".." to servlet containers, which strip path parameters
     # before resolving dot segments (the Tomcat "..;/" traversal behind a
     # proxy): a segment whose part before its first raw ';' is a dot segment
     # counts as one in every mode.
     semicolon = raw_segment.find(b";")
     if semicolon >= 0 and _unescape(raw_segment[:semicolon]).decode("utf-8") in _DOT_SEGMENTS:
-        raise InvalidTarget("dot-segment", "path", index, offset)
+        return InvalidTarget("dot-segment", "path", index, offset)
+    return None
 
 
-def _check_pair(piece: bytes, offset: int, index: int, p: Policy) -> tuple[str, str]:
+def _check_pair(
+    piece: bytes, offset: int, index: int, p: Policy
+) -> tuple[str, str] | InvalidTarget:
     if p.plus_as_space:
         # '+' means space in form-encoded queries; replaced before
         # percent-decoding so that %2B stays '+' (seed 000). Same length,
@@ -542,20 +586,31 @@ def _check_pair(piece: bytes, offset: int, index: int, p: Policy) -> tuple[str, 
     if p._ascii_clean and _PERCENT not in piece:
         return name_raw.decode("ascii"), value_raw.decode("ascii")
     name = _decode_piece(name_raw, offset, "query", index, p)
+    if isinstance(name, InvalidTarget):
+        return name
     value = _decode_piece(value_raw, offset + len(name_raw) + 1, "query", index, p)
+    if isinstance(value, InvalidTarget):
+        return value
     return name, value
 
 
-def _check_escapes_well_formed(piece: bytes, offset: int, component: Component, index: int) -> None:
+def _escape_error(
+    piece: bytes, offset: int, component: Component, index: int
+) -> InvalidTarget | None:
     bad = _MALFORMED_ESCAPE.search(piece)
     if bad:
-        raise InvalidTarget("malformed-escape", component, index, offset + bad.start())
+        return InvalidTarget("malformed-escape", component, index, offset + bad.start())
+    return None
 
 
-def _decode_piece(piece: bytes, offset: int, component: Component, index: int, p: Policy) -> str:
+def _decode_piece(
+    piece: bytes, offset: int, component: Component, index: int, p: Policy
+) -> str | InvalidTarget:
     """Percent-decode one piece as strict UTF-8 and check its characters."""
     if _PERCENT in piece:
-        _check_escapes_well_formed(piece, offset, component, index)
+        error = _escape_error(piece, offset, component, index)
+        if error:
+            return error
         decoded = _unescape(piece)
     else:
         decoded = piece
@@ -564,18 +619,18 @@ def _decode_piece(piece: bytes, offset: int, component: Component, index: int, p
 
 def _text_of(
     decoded: bytes, piece: bytes, offset: int, component: Component, index: int, p: Policy
-) -> str:
+) -> str | InvalidTarget:
     """Decoded bytes as strict UTF-8 text, checked against the policy."""
     try:
         text = decoded.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise InvalidTarget(
+        return InvalidTarget(
             "invalid-utf8", component, index, offset + _raw_offset(piece, error.start)
-        ) from None
+        )
     found = not (p._printable_ok and text.isprintable()) and p._forbidden.search(text)
     if found:
         decoded_at = len(text[: found.start()].encode("utf-8"))
-        raise InvalidTarget(
+        return InvalidTarget(
             "forbidden-char", component, index, offset + _raw_offset(piece, decoded_at)
         )
     return text
@@ -587,14 +642,6 @@ def _raw_offset(piece: bytes, decoded_index: int) -> int:
     for _ in range(decoded_index):
         position += 3 if piece[position] == _PERCENT else 1
     return position
-
-
-def _pieces(query: bytes, offset: int) -> Iterator[tuple[bytes, int]]:
-    """The non-empty '&'-separated pieces of a query, with their offsets."""
-    for piece in query.split(b"&"):
-        if piece:
-            yield piece, offset
-        offset += len(piece) + 1
 
 
 def _pair_index(query: bytes, position: int) -> int:
