@@ -15,9 +15,12 @@ Three routes lead to the same verdict:
   operations (one C call to decode the escapes of a component, one
   ``decode``, one check of its characters). It never rejects: when anything
   looks unusual it returns ``None``;
-* ``_parse_carefully`` walks the target piece by piece, in the documented rule
-  order, and is the only place that raises. So the rule reported for an input
-  never depends on which route looked at it first.
+* the careful route (``_judge``, or ``_judge_pieces`` once the raw bytes are
+  known to be fine) walks the target piece by piece, in the documented rule
+  order, and is the only one that finds violations: it returns the
+  ``InvalidTarget``, which ``parse_target`` raises (an exception costs more
+  for every frame it leaves). So the rule reported for an input never
+  depends on which route looked at it first.
 
 Whatever a faster route accepts, the careful one accepts with the same
 result; property tests check that.
@@ -285,15 +288,19 @@ def parse_target(raw: bytes | bytearray | memoryview | str, policy: Policy | Non
             return target
         # Only the empty-segment and dot-segment rules can fail ('/.' may
         # also start a name like '.well-known'): no need for the fast path.
-        return _parse_pieces(raw, p, 0, None)
-    if 0 < len(raw) <= p.max_length and raw[0] == _SLASH and raw.translate(p._fast_table) == raw:
+        verdict = _judge_pieces(raw, p, 0, None)
+    elif 0 < len(raw) <= p.max_length and raw[0] == _SLASH and raw.translate(p._fast_table) == raw:
         fast = _parse_fast(raw, p)
         if fast is not None:
             return fast
         # Origin-form, not too long, every byte allowed raw (so no '#'):
         # only the rules from too-many on can fail.
-        return _parse_pieces(raw, p, 0, None)
-    return _parse_carefully(raw, p)
+        verdict = _judge_pieces(raw, p, 0, None)
+    else:
+        verdict = _judge(raw, p)
+    if isinstance(verdict, InvalidTarget):
+        raise verdict
+    return verdict
 
 
 def _as_bytes(raw: object) -> bytes:
@@ -403,12 +410,22 @@ def _pairs_split_first(query: str) -> Pairs:
 
 
 def _parse_carefully(raw: bytes, p: Policy) -> Target:
-    """Check every rule in the documented order; raise on the first violation."""
+    """The careful route alone: check every rule in the documented order and
+    raise the first violation (for tests: the reference the faster routes
+    must agree with)."""
+    verdict = _judge(raw, p)
+    if isinstance(verdict, InvalidTarget):
+        raise verdict
+    return verdict
+
+
+def _judge(raw: bytes, p: Policy) -> Target | InvalidTarget:
+    """Check every rule in the documented order; return the first violation."""
     if len(raw) > p.max_length:
-        raise InvalidTarget("too-long", "target", None, p.max_length)
+        return InvalidTarget("too-long", "target", None, p.max_length)
     hash_at = raw.find(b"#")
     if hash_at >= 0:
-        raise InvalidTarget("fragment", "target", None, hash_at)
+        return InvalidTarget("fragment", "target", None, hash_at)
 
     authority: str | None = None
     if raw[:1] == b"/":
@@ -416,7 +433,7 @@ def _parse_carefully(raw: bytes, p: Policy) -> Target:
     else:
         form = _ABSOLUTE_FORM.match(raw)
         if form is None:
-            raise InvalidTarget("bad-form", "target", None, 0)
+            return InvalidTarget("bad-form", "target", None, 0)
         authority = raw[form.start(1) : form.end()].decode("ascii")
         path_start = form.end()
     question = raw.find(b"?", path_start)
@@ -425,21 +442,19 @@ def _parse_carefully(raw: bytes, p: Policy) -> Target:
     bad = p._path_bad.search(raw, path_start, path_end)
     if bad:
         index = raw.count(b"/", path_start, bad.start()) - 1
-        raise InvalidTarget("raw-char", "path", max(index, 0), bad.start())
+        return InvalidTarget("raw-char", "path", max(index, 0), bad.start())
     if question >= 0:
         bad = p._query_bad.search(raw, question + 1)
         if bad:
             index = _pair_index(raw[question + 1 :], bad.start() - question - 1)
-            raise InvalidTarget("raw-char", "query", index, bad.start())
-    return _parse_pieces(raw, p, path_start, authority)
+            return InvalidTarget("raw-char", "query", index, bad.start())
+    return _judge_pieces(raw, p, path_start, authority)
 
 
-def _parse_pieces(raw: bytes, p: Policy, path_start: int, authority: str | None) -> Target:
-    """The rules from too-many on, for a target whose raw bytes are checked.
-
-    The checks below return their violation instead of raising it, and it
-    is raised here: an exception costs more for every frame it leaves, and
-    rejections are a hot path too, under attack."""
+def _judge_pieces(
+    raw: bytes, p: Policy, path_start: int, authority: str | None
+) -> Target | InvalidTarget:
+    """The rules from too-many on, for a target whose raw bytes are checked."""
     question = raw.find(b"?", path_start)
     raw_path = raw[path_start:question] if question >= 0 else raw[path_start:]
     if not raw_path:  # absolute-form with an empty path means "/" (RFC 9112 §3.2.2)
@@ -447,7 +462,7 @@ def _parse_pieces(raw: bytes, p: Policy, path_start: int, authority: str | None)
     raw_segments = raw_path[1:].split(b"/")
     if len(raw_segments) > p.max_segments:
         offset = path_start + _nth(raw_path, b"/", p.max_segments)
-        raise InvalidTarget("too-many", "path", p.max_segments, offset)
+        return InvalidTarget("too-many", "path", p.max_segments, offset)
     # The non-empty '&'-separated pieces of the query, with their offsets.
     query_pieces: list[tuple[bytes, int]] = []
     if question >= 0:
@@ -457,16 +472,16 @@ def _parse_pieces(raw: bytes, p: Policy, path_start: int, authority: str | None)
                 query_pieces.append((piece, offset))
             offset += len(piece) + 1
         if len(query_pieces) > p.max_params:
-            raise InvalidTarget("too-many", "query", p.max_params, query_pieces[p.max_params][1])
+            return InvalidTarget("too-many", "query", p.max_params, query_pieces[p.max_params][1])
 
     checked = _check_segments(raw_segments, path_start + 1, p)
     if isinstance(checked, InvalidTarget):
-        raise checked
+        return checked
     pairs: list[tuple[str, str]] = []
     for index, (piece, offset) in enumerate(query_pieces):
         pair = _check_pair(piece, offset, index, p)
         if isinstance(pair, InvalidTarget):
-            raise pair
+            return pair
         pairs.append(pair)
     return _make_target(raw, path_start, authority, checked[0], checked[1], tuple(pairs))
 
