@@ -80,7 +80,8 @@ def _unescape(raw: bytes) -> bytes:
 
     ``%HH`` becomes ``\\xHH`` (after doubling any backslash, the only other
     escape then left) and ``codecs.escape_decode`` decodes the lot. It raises
-    ``ValueError`` on a malformed escape, which the fast path uses as its check."""
+    ``ValueError`` on a malformed escape: the fast path, which does the same
+    inline, uses that as its check."""
     if _BACKSLASH in raw:
         raw = raw.replace(b"\\", b"\\\\")
     return _escape_decode(raw.replace(b"%", b"\\x"))[0]
@@ -106,26 +107,18 @@ class Target:
     # routes leave _segments and _query as None and keep the checked text
     # (_path_text, _query_text; _plus: '+' still to become space), from
     # which the pieces are built when first read.
-    __slots__ = (
-        "_authority",
-        "_params",
-        "_path_start",
-        "_path_text",
-        "_plus",
-        "_query",
-        "_query_text",
-        "_raw",
-        "_segments",
-    )
+    __slots__ = ("_path_text", "_plus", "_query", "_query_text", "_raw", "_segments")
     _raw: bytes
-    _path_start: int
-    _authority: str | None
     _path_text: str
     _query_text: str
     _plus: bool
     _segments: tuple[str, ...] | None
-    _params: tuple[Pairs, ...] | None
     _query: Pairs | None
+    # What only the careful route sets otherwise (_CarefulTarget's slots):
+    # class values, so the fast routes store three fields fewer.
+    _path_start: int = 0
+    _authority: str | None = None
+    _params: tuple[Pairs, ...] | None = None
 
     @property
     def raw(self) -> bytes:
@@ -221,6 +214,13 @@ class Target:
         )
 
 
+class _CarefulTarget(Target):
+    """A Target from the careful route: every piece decoded already, and
+    absolute-form and matrix parameters possible."""
+
+    __slots__ = ("_authority", "_params", "_path_start")
+
+
 def _make_target(
     raw: bytes,
     path_start: int,
@@ -229,8 +229,8 @@ def _make_target(
     params: tuple[Pairs, ...] | None,
     query: Pairs,
 ) -> Target:
-    """A Target from the careful path, with every piece decoded already."""
-    target = Target()
+    """A Target from the careful route."""
+    target = _CarefulTarget()
     target._raw = raw
     target._path_start = path_start
     target._authority = authority
@@ -280,8 +280,7 @@ def parse_target(raw: bytes | bytearray | memoryview | str, policy: Policy | Non
         if "//" not in path_text and "/." not in path_text:
             target = Target()
             target._raw = raw
-            target._path_start = 0
-            target._authority = target._segments = target._params = target._query = None
+            target._segments = target._query = None
             target._path_text = path_text
             target._query_text = query_text
             target._plus = p.plus_as_space
@@ -314,7 +313,7 @@ def _as_bytes(raw: object) -> bytes:
 
 def _parse_fast(raw: bytes, p: Policy) -> Target | None:
     """Accept a common origin-form target with whole-component operations, or
-    return ``None`` to leave the verdict to ``_parse_carefully``.
+    return ``None`` to leave the verdict to the careful route.
 
     The caller has checked the length and the leading '/', and that every
     byte is allowed raw in both path and query.
@@ -383,8 +382,7 @@ def _parse_fast(raw: bytes, p: Policy) -> Target | None:
             return None
     target = Target()
     target._raw = raw
-    target._path_start = 0
-    target._authority = target._segments = target._params = None
+    target._segments = None
     target._path_text = path
     target._query_text = query
     target._plus = plus
