@@ -230,3 +230,33 @@ def test_usage_errors_exit_2(args: list[str]) -> None:
     done = run_bench(*args)
     assert done.returncode == 2
     assert "usage:" in done.stderr
+
+
+def run_ab(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bench.ab", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="bench.ab reads revisions with git")
+def test_ab_compares_a_revision_with_the_worktree() -> None:
+    done = run_ab("HEAD", "WORKTREE", "--rounds", "1", "--subset", "plain", "--subset", "malformed")
+    assert done.returncode == 0, done.stderr
+    assert "B = WORKTREE against A = HEAD" in done.stdout
+    # One round over 16 chunks of plain targets and one chunk of malformed ones.
+    assert row(done.stdout, "plain") is not None, done.stdout
+    assert row(done.stdout, "malformed") is not None, done.stdout
+    assert re.search(r"^plain\s.*\s16$", done.stdout, re.MULTILINE), done.stdout
+    assert re.search(r"^malformed\s.*\s1$", done.stdout, re.MULTILINE), done.stdout
+    assert row(done.stdout, "encoded") is None
+
+
+def test_ab_refuses_an_unknown_revision() -> None:
+    done = run_ab("no-such-revision", "WORKTREE", "--rounds", "1")
+    assert done.returncode == 1
+    assert "cannot read 'no-such-revision'" in done.stderr
