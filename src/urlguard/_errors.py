@@ -80,6 +80,9 @@ class InvalidTarget(ValueError):
             where the problem is, or ``None`` for a rule about the whole target.
         offset: the byte offset in the raw target where the problem starts.
         reason: one line saying what is wrong, without any of the input.
+
+    Built positionally, ``InvalidTarget(rule, component, index, offset)``,
+    as the parser does (an application's own tests may build one too).
     """
 
     # No __init__ of its own: BaseException keeps the four fields in
