@@ -88,8 +88,8 @@ class InvalidTarget(ValueError):
     # No __init__ of its own: BaseException keeps the four fields in
     # ``args`` in one C call, and the attributes read them from there. A
     # Python-level __init__ storing five attributes cost about a tenth of a
-    # whole rejection: rejections are a hot path too, under attack. The
-    # message is built only when shown.
+    # rejection's instructions: rejections are a hot path too, under attack.
+    # The message is built only when shown.
     __slots__ = ()
     args: tuple[Rule, Component, int | None, int]
 
