@@ -27,8 +27,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -36,14 +35,13 @@ if __package__ in (None, ""):  # run as `python bench/ab.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.corpus import KINDS, build
+from bench.micro import Parser, time_targets
 from bench.stats import quiet_gc, summarize, table
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKTREE = "WORKTREE"
 SUBSETS = ("plain", "encoded", "malformed", "mixed")
 CHUNK = 100
-
-Parser = Callable[[bytes], object]
 
 
 def source(revision: str, into: Path) -> Path:
@@ -85,16 +83,6 @@ def reader(module: ModuleType) -> Parser:
     return parse_and_read
 
 
-def _run(parse: Parser, targets: Sequence[bytes]) -> int:
-    start = time.perf_counter_ns()
-    for raw in targets:
-        try:  # noqa: SIM105 (the same loop as the micro part)
-            parse(raw)
-        except ValueError:
-            pass
-    return time.perf_counter_ns() - start
-
-
 def compare(a: Parser, b: Parser, targets: Sequence[bytes], rounds: int) -> list[str]:
     """One table row: paired ratios B/A over chunks and rounds."""
     chunks = [targets[i : i + CHUNK] for i in range(0, len(targets), CHUNK)]
@@ -105,9 +93,9 @@ def compare(a: Parser, b: Parser, targets: Sequence[bytes], rounds: int) -> list
         for round_no in range(rounds + 1):  # round 0 warms up and is dropped
             for c, chunk in enumerate(chunks):
                 if (round_no + c) % 2:
-                    time_a, time_b = _run(a, chunk), _run(b, chunk)
+                    time_a, time_b = time_targets(a, chunk), time_targets(b, chunk)
                 else:
-                    time_b, time_a = _run(b, chunk), _run(a, chunk)
+                    time_b, time_a = time_targets(b, chunk), time_targets(a, chunk)
                 if round_no:
                     ratios.append(time_b / time_a)
                     fastest_a[c] = min(fastest_a[c], time_a)

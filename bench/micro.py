@@ -139,7 +139,7 @@ def contenders() -> tuple[dict[str, Parser], list[str]]:
     return found, missing
 
 
-def _run(parse: Parser, targets: Sequence[bytes]) -> int:
+def time_targets(parse: Parser, targets: Sequence[bytes]) -> int:
     """Nanoseconds to parse every target once (the caller turns the collector off)."""
     start = time.perf_counter_ns()
     for raw in targets:
@@ -209,7 +209,7 @@ def run(corpus: Corpus, rounds: int, out: Callable[[str], None] = print) -> list
             for subset in subsets:
                 for c, chunk in enumerate(chunks[subset]):
                     for name in rotated(names, round_no + c):
-                        elapsed = _run(parsers[name], chunk)
+                        elapsed = time_targets(parsers[name], chunk)
                         if round_no:
                             times[subset, name][c].append(elapsed)
         print(f"  micro round {round_no}/{rounds}", file=sys.stderr, end="\r", flush=True)

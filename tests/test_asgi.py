@@ -142,6 +142,18 @@ def guarded(**options: Any) -> tuple[StrictURLMiddleware, Recorder]:
 
 Expected = tuple[str, ...] | str | None  # segments, a rule code, or None: the server refuses it
 
+
+def _assert_verdict(status: int, body: bytes, seen: list[Scope], expected: Expected) -> None:
+    """Accepted with these segments (a tuple), or a 400 naming the rule (a str)."""
+    if isinstance(expected, tuple):
+        assert status == 200
+        assert seen[0]["urlguard.target"].segments == expected
+    else:
+        assert status == 400
+        assert isinstance(expected, str)
+        assert expected.encode() in body
+
+
 CASES: list[tuple[str, bytes, Expected, Expected]] = [
     # id, wire target, result on EXACT servers, result on REDUCING servers
     ("plain", b"/echo/a?q=a+b", ("echo", "a"), ("echo", "a")),
@@ -336,13 +348,7 @@ DECODED = [
 def test_missing_raw_path_validate_decoded(path: str, query: bytes, expected: Expected) -> None:
     app, inner = guarded(missing_raw_target="validate-decoded")
     status, _, body = response(call(app, _without_raw_path("missing", path, query)))
-    if isinstance(expected, tuple):
-        assert status == 200
-        assert inner.scopes[0]["urlguard.target"].segments == expected
-    else:
-        assert status == 400
-        assert isinstance(expected, str)
-        assert expected.encode() in body
+    _assert_verdict(status, body, inner.scopes, expected)
 
 
 def test_validate_decoded_strips_root_path() -> None:
@@ -692,13 +698,7 @@ ROUTED = [
 def test_routes(server: str, root: str, wire: bytes, expected: Expected) -> None:
     app, inner = guarded(routes=ROUTES)
     status, _, body = response(call(app, server_scope(server, wire, root_path=root)))
-    if isinstance(expected, tuple):
-        assert status == 200
-        assert inner.scopes[0]["urlguard.target"].segments == expected
-    else:
-        assert status == 400
-        assert isinstance(expected, str)
-        assert expected.encode() in body
+    _assert_verdict(status, body, inner.scopes, expected)
 
 
 def test_routes_override_the_given_policy() -> None:

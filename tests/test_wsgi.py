@@ -151,6 +151,20 @@ def guarded(**options: Any) -> tuple[StrictURLMiddleware, Recorder]:
 
 Expected = tuple[str, ...] | str | None  # segments, a rule code, or None: the server refuses it
 
+
+def _assert_verdict(
+    status: int, body: bytes, seen: list[WSGIEnvironment], expected: Expected
+) -> None:
+    """Accepted with these segments (a tuple), or a 400 naming the rule (a str)."""
+    if isinstance(expected, tuple):
+        assert status == 200
+        assert seen[0]["urlguard.target"].segments == expected
+    else:
+        assert status == 400
+        assert isinstance(expected, str)
+        assert expected.encode() in body
+
+
 CASES: list[tuple[str, bytes, Expected, Expected, Expected]] = [
     # id, wire target, gunicorn, waitress, werkzeug dev server
     ("plain", b"/echo/a?q=a+b", ("echo", "a"), ("echo", "a"), ("echo", "a")),
@@ -362,13 +376,7 @@ DECODED = [
 def test_no_raw_target_validate_decoded(server: str, wire: bytes, expected: Expected) -> None:
     app, inner = guarded(missing_raw_target="validate-decoded")
     status, _, body = call(app, server_environ(server, wire))
-    if isinstance(expected, tuple):
-        assert status == 200
-        assert inner.environs[0]["urlguard.target"].segments == expected
-    else:
-        assert status == 400
-        assert isinstance(expected, str)
-        assert expected.encode() in body
+    _assert_verdict(status, body, inner.environs, expected)
 
 
 def test_validate_decoded_keeps_the_query_exact() -> None:
@@ -585,13 +593,7 @@ ROUTED = [
 def test_routes(script: str, wire: bytes, expected: Expected) -> None:
     app, inner = guarded(routes=ROUTES)
     status, _, body = call(app, server_environ("gunicorn", wire, script_name=script))
-    if isinstance(expected, tuple):
-        assert status == 200
-        assert inner.environs[0]["urlguard.target"].segments == expected
-    else:
-        assert status == 400
-        assert isinstance(expected, str)
-        assert expected.encode() in body
+    _assert_verdict(status, body, inner.environs, expected)
 
 
 # --- configuration -------------------------------------------------------------------------
