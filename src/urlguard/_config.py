@@ -32,6 +32,11 @@ PRESETS: Final[tuple[str, ...]] = ("strict", "browser")
 _TOP_LEVEL_KEYS: Final = frozenset(("preset", "mode", "routes"))
 
 
+def preset_policy(preset: str) -> Policy:
+    """The policy a preset names (one of :data:`PRESETS`)."""
+    return Policy.browser() if preset == "browser" else DEFAULT_POLICY
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     """A base policy, per-route policies by raw path prefix, and a mode."""
@@ -68,8 +73,7 @@ def config_from_mapping(
     if mode not in MODES:
         raise ValueError(f"{source}: mode must be one of {MODES!r}, not {mode!r}")
     overrides = {k: v for k, v in mapping.items() if k not in _TOP_LEVEL_KEYS}
-    base = Policy.browser() if preset == "browser" else DEFAULT_POLICY
-    policy = _policy(base, overrides, source)
+    policy = _policy(preset_policy(preset), overrides, source)
 
     routes_table = mapping.get("routes", {})
     if not isinstance(routes_table, Mapping):

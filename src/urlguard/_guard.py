@@ -31,7 +31,7 @@ from typing import Any, Final, Literal
 from urllib.parse import quote_from_bytes
 
 from . import _grammar as g
-from ._config import Config, Mode, _check_prefix, _policy, _refuse_unknown, load_config
+from ._config import MODES, Config, Mode, _check_prefix, _policy, _refuse_unknown, load_config
 from ._errors import InvalidTarget
 from ._policy import DEFAULT_POLICY, Policy
 from ._routes import ABSOLUTE_PREFIX, Route, RouteTable
@@ -55,7 +55,6 @@ LOGGER: Final = logging.getLogger("urlguard")
 
 MissingRawTarget = Literal["refuse", "validate-decoded"]
 MISSING_RAW_TARGET: Final[tuple[str, ...]] = ("refuse", "validate-decoded")
-MODES: Final[tuple[str, ...]] = ("enforce", "report")
 
 #: Keys added to the ASGI scope / WSGI environ. ``TARGET_KEY`` is pinned.
 TARGET_KEY: Final = "urlguard.target"

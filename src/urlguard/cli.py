@@ -37,7 +37,6 @@ from typing import Final
 # The public API, as any other user of urlguard would call it.
 from . import (
     InvalidTarget,
-    Policy,
     Target,
     clean_uri,
     encode_fragment,
@@ -49,6 +48,7 @@ from . import (
 )
 from ._audit import FORMATS, AuditError, Auditor, Progress, ProgressFactory, Report, display
 from ._audit import display_pieces as _display_pieces
+from ._config import PRESETS, preset_policy
 from ._routes import RouteTable
 
 #: Exit codes (DESIGN.md §5, pinned).
@@ -184,7 +184,7 @@ def _parser() -> argparse.ArgumentParser:
         "encode",
         help="percent-encode one decoded piece of a URL",
         description="Percent-encode TEXT as one path segment, one query value or a "
-        "fragment (UTF-8, upper-case hex). '%%' is always encoded: nothing is assumed "
+        "fragment (UTF-8, upper-case hex). '%' is always encoded: nothing is assumed "
         "to be encoded already.",
     )
     encode.add_argument("component", choices=("segment", "query", "fragment"))
@@ -209,7 +209,7 @@ def _parser() -> argparse.ArgumentParser:
         "pretty",
         help="show a URI for people",
         description="Decode the escapes that are safe to show (letters, digits, "
-        "non-ASCII text); keep reserved characters, '%%', controls and bidi controls "
+        "non-ASCII text); keep reserved characters, '%', controls and bidi controls "
         "escaped. Raw characters in URI are cleaned first, so nothing unsafe is shown.",
     )
     pretty.add_argument("uri", metavar="URI")
@@ -218,7 +218,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _policy_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--policy", choices=("strict", "browser"), help=_POLICY_HELP)
+    parser.add_argument("--policy", choices=PRESETS, help=_POLICY_HELP)
     parser.add_argument("--config", metavar="FILE", help=_CONFIG_HELP)
 
 
@@ -232,7 +232,7 @@ def _resolve_policy(args: argparse.Namespace) -> RouteTable:
     preset: str = args.policy or "strict"
     path: str | None = args.config
     if path is None:
-        return RouteTable(Policy.browser() if preset == "browser" else Policy(), [])
+        return RouteTable(preset_policy(preset), [])
     try:
         config = load_config(path, default_preset=preset)
     except (TypeError, ValueError) as error:
