@@ -571,6 +571,36 @@ def test_audit_text_report_all_clear(capsys: pytest.CaptureFixture[str], tmp_pat
     assert "no request would be rejected" in out
 
 
+# The text report shows at most 120 characters of an escaped example, cut
+# between display pieces ('\xHH', '\\' or one character), never inside one.
+# Each example starts with these 116 characters, then reaches the limit.
+HEAD = b"/" + b"a" * 115
+SHOWN = "/" + "a" * 115
+EXAMPLE_CUTS = [
+    P(HEAD + b"bc\\", SHOWN + "bc\\\\", id="fits exactly, no cut"),
+    P(HEAD + b"bcdef\xc3", SHOWN + "bcde...", id="cut between plain characters"),
+    P(HEAD + b"\xc3\xa9", SHOWN + "\\xC3...", id="'\\xHH' ends at the limit"),
+    P(HEAD + b"b\xc3\xa9", SHOWN + "b...", id="'\\xHH' straddles, 1 past"),
+    P(HEAD + b"bc\xc3\xa9", SHOWN + "bc...", id="'\\xHH' straddles, 2 past"),
+    P(HEAD + b"bcd\xc3\xa9", SHOWN + "bcd...", id="'\\xHH' straddles, 3 past"),
+    P(HEAD + b"bc\\d", SHOWN + "bc\\\\...", id="'\\\\' ends at the limit"),
+    P(HEAD + b"bcd\\", SHOWN + "bcd...", id="'\\\\' straddles"),
+]
+
+
+@pytest.mark.parametrize(("target", "shown"), EXAMPLE_CUTS)
+def test_audit_text_report_cuts_examples_between_escapes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, target: bytes, shown: str
+) -> None:
+    path = tmp_path / "targets.txt"
+    path.write_bytes(log([target]))
+    code, out, _ = run(capsys, "audit", "--format", "targets", str(path))
+    assert code == 1
+    [example] = [line[4:] for line in out.splitlines() if line.startswith("    ")]
+    assert example == shown
+    assert len(example.removesuffix("...")) <= 120
+
+
 AUDIT_EXIT_CODES = [
     P([b"/a", b"/b"], [], 0, id="all pass"),
     P([b"/a", b"/%zz"], [], 1, id="one rejected"),

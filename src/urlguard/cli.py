@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Final
@@ -350,9 +351,26 @@ def _report_text(report: Report, policy: str) -> str:
     for rule, count in sorted(report.rules.items(), key=lambda item: (-item[1], item[0])):
         lines.append(f"{rule:<20} {count:>12,}  {_percent(count, parsed)}")
         for example in report.examples.get(rule, ()):
-            shown = example if len(example) <= _EXAMPLE_WIDTH else example[:_EXAMPLE_WIDTH] + "..."
-            lines.append(f"    {shown}")
+            lines.append(f"    {_shorten(example, _EXAMPLE_WIDTH)}")
     return "\n".join(lines)
+
+
+# One piece of display()'s output: '\\', '\xHH' or one printable character.
+_DISPLAY_PIECE: Final = re.compile(r"\\\\|\\x[0-9A-F]{2}|.", re.DOTALL)
+
+
+def _shorten(shown: str, width: int) -> str:
+    """``shown`` (escaped by :func:`display`) cut to at most ``width``
+    characters, then ``...``. The cut falls between pieces, never inside an
+    escape: a trailing ``\\x4`` would read as a different byte."""
+    if len(shown) <= width:
+        return shown
+    end = 0
+    for piece in _DISPLAY_PIECE.finditer(shown):
+        if piece.end() > width:
+            break
+        end = piece.end()
+    return shown[:end] + "..."
 
 
 def _percent(count: int, total: int) -> str:
