@@ -85,6 +85,8 @@ class Policy:
     _fast_ok: bytes = dataclasses.field(init=False, repr=False, compare=False)
     _fast_table: bytes = dataclasses.field(init=False, repr=False, compare=False)
     _plain_table: bytes = dataclasses.field(init=False, repr=False, compare=False)
+    _plain_path_table: bytes = dataclasses.field(init=False, repr=False, compare=False)
+    _plain_query_table: bytes = dataclasses.field(init=False, repr=False, compare=False)
     _reject_empty: bool = dataclasses.field(init=False, repr=False, compare=False)
     _reject_dots: bool = dataclasses.field(init=False, repr=False, compare=False)
     _plain_max: int = dataclasses.field(init=False, repr=False, compare=False)
@@ -134,6 +136,10 @@ class Policy:
         # For checks that build nothing per call: raw.translate(table) == raw.
         set_(self, "_fast_table", _keeping(fast_ok))
         set_(self, "_plain_table", _keeping(fast_ok - {g.PERCENT, g.SEMICOLON}))
+        # For a path and a query handed over apart (ASGI): a '?' in the path
+        # would be a separator once joined, and a ';' in the query is data.
+        set_(self, "_plain_path_table", _keeping(fast_ok - {g.PERCENT, g.SEMICOLON, g.QUESTION}))
+        set_(self, "_plain_query_table", _keeping(fast_ok - {g.PERCENT}))
         set_(self, "_reject_empty", self.empty_segment == "reject")
         set_(self, "_reject_dots", self.dot_segment == "reject")
         allowed = _allowed_intervals(ranges, self.allow_chars)

@@ -197,18 +197,18 @@ class Target:
         if not isinstance(other, Target):
             return NotImplemented
         return (
-            self._raw == other._raw
+            self.raw == other.raw
             and self.segments == other.segments
             and self.params == other.params
             and self.query == other.query
         )
 
     def __hash__(self) -> int:
-        return hash((self._raw, self.segments))
+        return hash((self.raw, self.segments))
 
     def __repr__(self) -> str:
         return (
-            f"Target(raw={self._raw!r}, segments={self.segments!r}, query={self.query!r}"
+            f"Target(raw={self.raw!r}, segments={self.segments!r}, query={self.query!r}"
             + (f", params={self._params!r}" if self._params is not None else "")
             + ")"
         )
@@ -219,6 +219,36 @@ class _CarefulTarget(Target):
     absolute-form and matrix parameters possible."""
 
     __slots__ = ("_authority", "_params", "_path_start")
+
+
+class _SplitTarget(Target):
+    """A plain Target from a path and a query handed over apart (ASGI):
+    ``_raw`` holds the path only and ``_query_part`` the query (``b""`` for
+    none); the whole target is joined only when ``raw`` is read."""
+
+    __slots__ = ("_query_part",)
+    _query_part: bytes
+
+    @property
+    def _query_text(self) -> str:  # type: ignore[override]  # never set on this class
+        """Read once, when ``query`` is first read; ASCII, so ``decode()`` is exact."""
+        return self._query_part.decode()
+
+    @property
+    def raw(self) -> bytes:
+        """The whole target as received, bytes."""
+        query = self._query_part
+        return b"?".join((self._raw, query)) if query else self._raw
+
+    @property
+    def raw_path(self) -> bytes:
+        """The path as received."""
+        return self._raw
+
+    @property
+    def raw_query(self) -> bytes | None:
+        """The query as received, without the ``?``; ``None`` when there was none."""
+        return self._query_part or None
 
 
 def _make_target(
@@ -300,6 +330,39 @@ def parse_target(raw: bytes | bytearray | memoryview | str, policy: Policy | Non
     if isinstance(verdict, InvalidTarget):
         raise verdict
     return verdict
+
+
+def parse_split_target(raw_path: bytes, query: bytes, policy: Policy) -> Target:
+    """What ``parse_target(raw_path + b"?" + query, policy)`` returns (of
+    ``raw_path`` alone when ``query`` is empty), for a server that hands the
+    two over apart (ASGI's ``raw_path`` and ``query_string``): a plain target
+    is accepted without joining them; the rest is joined and parsed.
+
+    The plain route's checks are those of ``parse_target``, on each part,
+    except that the path's table refuses '?' (a path holding one would be
+    cut there once joined) and the query's allows ';' (data there)."""
+    p = policy
+    if (
+        raw_path
+        and raw_path[0] == _SLASH
+        and len(raw_path) + len(query) < p._plain_max  # the joined target: one byte more
+        and raw_path.translate(p._plain_path_table) == raw_path
+        and (not query or query.translate(p._plain_query_table) == query)
+    ):
+        path_text = raw_path.decode()
+        if "//" not in path_text and "/." not in path_text:
+            target = _SplitTarget()
+            target._raw = raw_path
+            target._query_part = query
+            target._segments = target._query = None
+            target._path_text = path_text  # (_query_text: decoded from _query_part when read)
+            target._plus = p.plus_as_space
+            return target
+    raw = b"?".join((raw_path, query)) if query else raw_path
+    # parse_target's fast route, without its plain test again.
+    if 0 < len(raw) <= p.max_length and raw[0] == _SLASH and raw.translate(p._fast_table) == raw:
+        return _parse_fast(raw, p) or parse_target(raw, p)
+    return parse_target(raw, p)
 
 
 def _as_bytes(raw: object) -> bytes:

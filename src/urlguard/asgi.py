@@ -59,7 +59,7 @@ from ._guard import (
     strip_root,
 )
 from ._policy import Policy
-from ._target import parse_target
+from ._target import parse_split_target
 
 __all__ = ["ASGIApp", "OnReject", "OnViolation", "StrictURLMiddleware"]
 
@@ -152,26 +152,34 @@ class StrictURLMiddleware(GuardedMiddleware):
         self._routed = bool(guard.routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in _GUARDED:
+        kind = scope["type"]
+        if kind != "http" and kind != "websocket":
             await self.app(scope, receive, send)
             return
-        raw = scope.get("raw_path")
+        try:
+            raw = scope["raw_path"]
+            root = scope["root_path"]
+            query = scope["query_string"]
+        except KeyError:
+            raw = scope.get("raw_path")
+            root = scope.get("root_path")
+            query = scope.get("query_string")
         if raw is None:
             await self._without_raw_path(scope, receive, send)
             return
-        root = scope.get("root_path")
         mount = b""
         if root:
             mount = root.encode("utf-8", "surrogatepass")
             rest = strip_root(raw, mount)
             if rest is not None:
                 raw, mount = rest, b""
-        query = scope.get("query_string")
-        target = b"?".join((raw, query)) if query else raw  # one allocation, not two
-        policy = self._guard.select(target, mount) if self._routed else self._policy
+        query = query or b""
+        # Routes are chosen by the path alone (up to a first '?').
+        policy = self._guard.select(raw, mount) if self._routed else self._policy
         try:
-            scope[TARGET_KEY] = parse_target(target, policy)
+            scope[TARGET_KEY] = parse_split_target(raw, query, policy)
         except InvalidTarget as exc:
+            target = b"?".join((raw, query)) if query else raw
             await self._violation(exc, target, scope, receive, send)
             return
         await self.app(scope, receive, send)

@@ -1,0 +1,171 @@
+"""``parse_split_target(path, query, policy)``, the ASGI entry, against
+``parse_target`` of the joined target: the same verdict, field by field.
+
+ASGI servers hand over ``raw_path`` and ``query_string`` apart, and an empty
+query looks like none (``/a?`` is ``/a``); the joined target is
+``path + b"?" + query``, or ``path`` alone when the query is empty.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from urlguard import InvalidTarget, Policy, Target, parse_target
+from urlguard._target import parse_split_target
+
+P = pytest.param
+
+POLICIES = [
+    Policy(),
+    Policy.browser(),
+    Policy(path_params="split", encoded_slash="keep"),
+    Policy(plus_as_space=False, dot_segment="allow", empty_segment="allow"),
+    Policy(allowed_ranges=[(0x20, 0x7E)], path_params="reject", max_segments=3, max_params=2),
+    Policy(max_length=12),
+]
+
+
+def _joined(path: bytes, query: bytes) -> bytes:
+    return path + b"?" + query if query else path
+
+
+def _fields(target: Target) -> tuple[object, ...]:
+    return (
+        target.raw,
+        target.raw_path,
+        target.raw_query,
+        target.authority,
+        target.segments,
+        target.params,
+        target.query,
+    )
+
+
+def _verdict(parse: object) -> tuple[object, ...]:
+    try:
+        target = parse()  # type: ignore[operator]
+    except InvalidTarget as exc:
+        return ("rejected", exc.rule, exc.component, exc.index, exc.offset)
+    assert isinstance(target, Target)
+    return ("accepted", *_fields(target))
+
+
+# (path, query) -> accepted segments and query, or the rule; each also
+# compared with parse_target of the joined target.
+CASES = [
+    P(
+        b"/api/v1/users/12345/orders",
+        b"limit=10&page=2",
+        ("api", "v1", "users", "12345", "orders"),
+        id="plain",
+    ),
+    P(b"/a", b"", ("a",), id="no query"),
+    P(b"/", b"", ("",), id="root"),
+    P(b"/a", b"q=a+b&r", ("a",), id="plus and a name alone"),
+    P(b"/a", b"x=1;y=2", ("a",), id="';' in the query is data"),
+    P(b"/a;b", b"", ("a;b",), id="';' in the path: literal by default"),
+    P(b"/a?b", b"c", ("a",), id="'?' in the path: cut there, as the joined target is"),
+    P(b"/wiki/Caf%C3%A9", b"q=caf%C3%A9+au+lait&lang=fr", ("wiki", "Café"), id="encoded"),
+    P(b"/a", b"q=%26&r=%3D", ("a",), id="escaped separators in the query"),
+    P(b"/a//b", b"", "empty-segment", id="empty segment"),
+    P(b"/a/./b", b"", "dot-segment", id="dot segment"),
+    P(b"/.well-known/x", b"", (".well-known", "x"), id="a name starting with a dot"),
+    P(b"/a%2Fb", b"", "encoded-slash", id="encoded slash"),
+    P(b"/a", b"q=%C4", "invalid-utf8", id="invalid UTF-8 in the query"),
+    P(b"/a b", b"", "raw-char", id="raw space in the path"),
+    P(b"/a", b"q=a b", "raw-char", id="raw space in the query"),
+    P(b"/a", b"q=#x", "fragment", id="'#' in the query"),
+    P(b"", b"", "bad-form", id="empty path"),
+    P(b"a", b"", "bad-form", id="no leading slash"),
+    P(b"*", b"", "bad-form", id="asterisk-form"),
+    P(b"http://h/a", b"q=1", ("a",), id="absolute-form"),
+    P(b"/\xc3\xa9", b"", "raw-char", id="raw non-ASCII"),
+]
+
+
+@pytest.mark.parametrize(("path", "query", "expected"), CASES)
+def test_split_target(path: bytes, query: bytes, expected: tuple[str, ...] | str) -> None:
+    verdict = _verdict(lambda: parse_split_target(path, query, Policy()))
+    assert verdict == _verdict(lambda: parse_target(_joined(path, query)))
+    if isinstance(expected, str):
+        assert verdict[:2] == ("rejected", expected)
+    else:
+        target = parse_split_target(path, query, Policy())
+        assert target.segments == expected
+        assert target.raw == _joined(path, query)
+
+
+def test_split_target_keeps_the_parts_apart_until_read() -> None:
+    target = parse_split_target(b"/a/b", b"x=1+2&y", Policy())
+    assert (target.raw_path, target.raw_query) == (b"/a/b", b"x=1+2&y")
+    assert target.query == (("x", "1 2"), ("y", ""))
+    assert target.raw == b"/a/b?x=1+2&y"
+    assert target == parse_target(b"/a/b?x=1+2&y")
+    assert hash(target) == hash(parse_target(b"/a/b?x=1+2&y"))
+    assert repr(target) == repr(parse_target(b"/a/b?x=1+2&y"))
+    assert parse_split_target(b"/a", b"", Policy()).raw_query is None
+
+
+def test_split_target_respects_the_length_limit() -> None:
+    # 11 + 1 + 0: accepted; 11 + '?' + 1 = 13 > 12: too long, as joined.
+    policy = Policy(max_length=12)
+    assert parse_split_target(b"/abcdefghij", b"", policy).segments == ("abcdefghij",)
+    with pytest.raises(InvalidTarget) as caught:
+        parse_split_target(b"/abcdefghij", b"x", policy)
+    assert caught.value.rule == "too-long"
+
+
+PIECES = [
+    b"/",
+    b"a",
+    b"Z9",
+    b"-",
+    b".",
+    b"..",
+    b";",
+    b"?",
+    b"&",
+    b"=",
+    b"+",
+    b"%20",
+    b"%C3%A9",
+    b"%2F",
+    b"%25",
+    b"%26",
+    b"%C4",
+    b"%zz",
+    b" ",
+    b"#",
+    b"|",
+    b"\\",
+    b"\xc3\xa9",
+    b"~",
+]
+# Half the parts from pieces the plain route takes, so that it is reached often.
+PLAIN_PIECES = [b"/", b"a", b"Z9", b"-", b".", b"..", b";", b"&", b"=", b"+", b"~"]
+parts = st.one_of(
+    st.lists(st.sampled_from(PIECES), max_size=12).map(b"".join),
+    st.lists(st.sampled_from(PLAIN_PIECES), max_size=12).map(b"".join),
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(path=parts.map(lambda p: b"/" + p), query=parts, policy=st.sampled_from(POLICIES))
+def test_split_target_agrees_with_the_joined_target(
+    path: bytes, query: bytes, policy: Policy
+) -> None:
+    assert _verdict(lambda: parse_split_target(path, query, policy)) == _verdict(
+        lambda: parse_target(_joined(path, query), policy)
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=parts, query=parts, policy=st.sampled_from(POLICIES))
+def test_split_target_agrees_without_a_leading_slash(
+    path: bytes, query: bytes, policy: Policy
+) -> None:
+    assert _verdict(lambda: parse_split_target(path, query, policy)) == _verdict(
+        lambda: parse_target(_joined(path, query), policy)
+    )
