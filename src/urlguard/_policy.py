@@ -90,6 +90,7 @@ class Policy:
     _reject_empty: bool = dataclasses.field(init=False, repr=False, compare=False)
     _reject_dots: bool = dataclasses.field(init=False, repr=False, compare=False)
     _plain_max: int = dataclasses.field(init=False, repr=False, compare=False)
+    _counts_safe: int = dataclasses.field(init=False, repr=False, compare=False)
     _path_bad: re.Pattern[bytes] = dataclasses.field(init=False, repr=False, compare=False)
     _query_bad: re.Pattern[bytes] = dataclasses.field(init=False, repr=False, compare=False)
     _forbidden: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
@@ -160,6 +161,8 @@ class Policy:
         # characters never takes it.
         limit = min(self.max_length, self.max_segments, self.max_params)
         set_(self, "_plain_max", limit if self._ascii_clean else -1)
+        # Up to this length, neither count can pass its limit either.
+        set_(self, "_counts_safe", min(self.max_segments, self.max_params))
 
     @classmethod
     def browser(cls, **changes: Any) -> Policy:

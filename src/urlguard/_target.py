@@ -53,13 +53,6 @@ _ENCODED_SLASH: Final = re.compile(rb"%2[Ff]")
 _ENCODED_BACKSLASH: Final = re.compile(rb"%5[Cc]")
 # An escape left in decoded text: the sign of %25XX, i.e. double encoding.
 _ESCAPE_IN_TEXT: Final = re.compile(r"%[0-9A-Fa-f]{2}")
-# In a path, %2F, %5C and %25 would add a '/', a '\' or a '%' (double
-# encoding?) to the decoded text: the fast path leaves them to the careful
-# one. In a query, %26 and %3D would pass for separators once decoded: the
-# fast path then splits before decoding.
-# (Matched once the fast path has turned each %HH into \xHH.)
-_PATH_ESCAPE_NEEDS_CARE: Final = re.compile(r"\\x(?:2[5Ff]|5[Cc])")
-_QUERY_ESCAPE_NEEDS_CARE: Final = re.compile(r"\\x(?:26|3[Dd])")
 
 # RFC 9112 §3.2.2 absolute-form, for the schemes of RFC 9110 §4.2 (scheme
 # names are case-insensitive, RFC 3986 §3.1). The authority is a reg-name,
@@ -398,17 +391,24 @@ def _parse_fast(raw: bytes, p: Policy) -> Target | None:
             text = text.replace("\\", "\\\\")
         text = text.replace("%", "\\x")
     path, question, query = text.partition("?")
-    if len(path) > p.max_segments and path.count("/") > p.max_segments:
+    # Conservative counts ('/' per segment, '&' between pairs); only a target
+    # longer than both limits can hold too many of either.
+    if len(raw) > p._counts_safe and (
+        path.count("/") > p.max_segments or query.count("&") >= p.max_params
+    ):
         return None
     if ";" in path:
         return None
     if escaped and "\\" in path:
-        # The cheap test first: most paths hold no %2x or %5x escape at all.
-        if ("\\x2" in path or "\\x5" in path) and _PATH_ESCAPE_NEEDS_CARE.search(path):
+        if "\\x2F" in path or "\\x2f" in path:  # would add a '/' to the decoded text
             return None
         try:
             path = _escape_decode(path)[0].decode()
         except ValueError:  # a malformed escape, or not UTF-8
+            return None
+        # A '%' here came from %25 (double encoding?), a '\\' from %5C (or
+        # was allowed raw): substring tests, cheaper than a regex.
+        if "%" in path or "\\" in path:
             return None
         # Encoded dots need nothing here: the dot check below reads this text.
         if not (p._printable_ok and path.isprintable()) and p._forbidden.search(path):
@@ -424,8 +424,6 @@ def _parse_fast(raw: bytes, p: Policy) -> Target | None:
             return None
     pairs: Pairs | None = None if question else ()
     plus = False
-    if len(query) >= p.max_params and query.count("&") >= p.max_params:
-        return None
     if escaped and "\\" in query:
         if p.plus_as_space and "+" in query:
             # '+' is space before percent-decoding, so %2B stays '+'.
@@ -436,7 +434,7 @@ def _parse_fast(raw: bytes, p: Policy) -> Target | None:
             return None
         if not (p._printable_ok and text.isprintable()) and p._forbidden.search(text):
             return None
-        if ("\\x2" in query or "\\x3" in query) and _QUERY_ESCAPE_NEEDS_CARE.search(query):
+        if "\\x26" in query or "\\x3D" in query or "\\x3d" in query:
             pairs = _pairs_split_first(query)
         query = text
     else:
