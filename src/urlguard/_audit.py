@@ -37,7 +37,7 @@ from typing import IO, Final, Literal, Protocol
 
 from ._errors import RULES, InvalidTarget
 from ._policy import Policy
-from ._routes import RouteTable
+from ._routes import RouteTable, is_server_wide_options
 from ._target import parse_target
 
 Format = Literal["auto", "combined", "common", "targets"]
@@ -343,8 +343,8 @@ class Auditor:
         request = _REQUEST_LINE.fullmatch(unescape_log(field))
         if request is None:
             verdict = UNPARSEABLE
-        elif request[2] == b"*" and request[1] == b"OPTIONS":
-            verdict = OK  # the adapters pass "OPTIONS *" through (DESIGN.md §2, bad-form)
+        elif is_server_wide_options(request[1], request[2]):
+            verdict = OK  # the adapters pass it through (DESIGN.md §2, bad-form)
         else:
             verdict = self._judge_target(request[2])
         _remember(self._log_cache, field, verdict)

@@ -1,4 +1,5 @@
-"""Per-route policies: which policy a raw target falls under.
+"""Per-route policies: which policy a raw target falls under, and which
+request goes through without one.
 
 One table serves the middlewares and the command line, so that
 ``urlguard audit`` predicts exactly what the middleware will do.
@@ -18,6 +19,15 @@ ABSOLUTE_PREFIX: Final = re.compile(rb"[Hh][Tt][Tt][Pp][Ss]?://[^/?#]*")
 
 # RFC 3986 §2.1 pct-encoded, in runs; a malformed escape is left as it is.
 _ESCAPE_RUN: Final = re.compile(rb"(?:%[0-9A-Fa-f]{2})+")
+
+
+def is_server_wide_options(method: object, target: object) -> bool:
+    """``OPTIONS *``: the asterisk-form target (RFC 9112 §3.2.4), which asks
+    about the server as a whole and names no resource. The middlewares pass
+    it on without a target (it would be ``bad-form``), and the audit counts
+    it as passed. ``method`` and ``target`` as the caller has them: ``str``
+    (ASGI, WSGI) or ``bytes`` (a log line)."""
+    return (target == b"*" or target == "*") and (method == "OPTIONS" or method == b"OPTIONS")
 
 
 class Route(NamedTuple):

@@ -59,6 +59,7 @@ from ._guard import (
     strip_root,
 )
 from ._policy import Policy
+from ._routes import is_server_wide_options
 from ._target import parse_split_target
 
 __all__ = ["ASGIApp", "OnReject", "OnViolation", "StrictURLMiddleware"]
@@ -188,8 +189,7 @@ class StrictURLMiddleware(GuardedMiddleware):
         self, exc: InvalidTarget, target: bytes, scope: Scope, receive: Receive, send: Send
     ) -> None:
         guard = self._guard
-        if exc.rule == "bad-form" and target == b"*" and scope.get("method") == "OPTIONS":
-            # RFC 9112 §3.2.4: asterisk-form, only for a server-wide OPTIONS.
+        if is_server_wide_options(scope.get("method"), target):
             await self.app(scope, receive, send)
             return
         guard.record(exc, scope, target, method=_method(scope), client=_client(scope))
@@ -229,7 +229,7 @@ class StrictURLMiddleware(GuardedMiddleware):
                 return
             await self.app(scope, receive, send)
             return
-        if scope.get("method") == "OPTIONS" and path == "*":
+        if is_server_wide_options(scope.get("method"), path):
             await self.app(scope, receive, send)
             return
         asgi = scope.get("asgi")

@@ -56,6 +56,7 @@ from ._guard import (
     strip_root,
 )
 from ._policy import Policy
+from ._routes import is_server_wide_options
 from ._target import parse_target
 
 __all__ = ["OnReject", "OnViolation", "StrictURLMiddleware"]
@@ -163,8 +164,7 @@ class StrictURLMiddleware(GuardedMiddleware):
     ) -> Iterable[bytes]:
         guard = self._guard
         method = environ.get("REQUEST_METHOD")
-        if exc.rule == "bad-form" and target == b"*" and method == "OPTIONS":
-            # RFC 9112 §3.2.4: asterisk-form, only for a server-wide OPTIONS.
+        if is_server_wide_options(method, target):
             return self.app(environ, start_response)
         guard.record(exc, environ, target, method=str(method), client=_client(environ))
         if guard.report:
@@ -193,7 +193,7 @@ class StrictURLMiddleware(GuardedMiddleware):
             except InvalidTarget as exc:
                 return self._violation(exc, target, environ, start_response)
             return self.app(environ, start_response)
-        if path == b"*" and environ.get("REQUEST_METHOD") == "OPTIONS":
+        if is_server_wide_options(environ.get("REQUEST_METHOD"), path):
             return self.app(environ, start_response)
         guard.log_missing(str(environ.get("SERVER_SOFTWARE", "unknown")), _MISSING)
         if guard.report:
