@@ -51,7 +51,7 @@ class Config:
         if self.mode not in MODES:
             raise ValueError(f"Config.mode must be one of {MODES!r}, not {self.mode!r}")
         for prefix, policy in self.routes:
-            _check_prefix(prefix, "Config.routes")
+            check_prefix(prefix, "Config.routes")
             if not isinstance(policy, Policy):
                 raise TypeError(f"Config.routes[{prefix!r}] must be a urlguard.Policy")
 
@@ -81,11 +81,10 @@ def config_from_mapping(
     routes: list[tuple[str, Policy]] = []
     for prefix, route_overrides in routes_table.items():
         where = f"{source} [routes.{prefix!r}]"
-        _check_prefix(prefix, where)
+        check_prefix(prefix, where)
         if not isinstance(route_overrides, Mapping):
             raise TypeError(f"{where}: expected a table of policy settings")
-        _refuse_unknown(route_overrides, set(Policy.FIELDS), where)
-        routes.append((prefix, _policy(policy, route_overrides, where)))
+        routes.append((prefix, route_policy(policy, route_overrides, where)))
     return Config(policy=policy, routes=tuple(routes), mode=mode)
 
 
@@ -109,6 +108,14 @@ def load_config(path: str | os.PathLike[str], *, default_preset: str = "strict")
     if file.name == "pyproject.toml":
         raise ValueError(f"{file}: has no [tool.urlguard] table")
     return config_from_mapping(data, source=str(file), default_preset=default_preset)
+
+
+def route_policy(base: Policy, overrides: Mapping[str, Any], where: str) -> Policy:
+    """A route's policy: ``base`` with ``overrides`` (TOML-shaped, keys
+    checked), errors naming ``where``; for the config file and the
+    middlewares' ``routes=`` alike."""
+    _refuse_unknown(overrides, set(Policy.FIELDS), where)
+    return _policy(base, overrides, where)
 
 
 def _policy(base: Policy, overrides: Mapping[str, Any], where: str) -> Policy:
@@ -135,7 +142,8 @@ def _refuse_unknown(
         )
 
 
-def _check_prefix(prefix: object, where: str) -> None:
+def check_prefix(prefix: object, where: str) -> None:
+    """A route prefix is a raw ASCII path: '/' first, no '?', '#' or spaces."""
     if not isinstance(prefix, str) or not prefix.startswith("/"):
         raise ValueError(
             f"{where}: a route prefix must be a raw path starting with '/', not {prefix!r}"

@@ -31,7 +31,7 @@ from typing import Any, Final, Literal
 from urllib.parse import quote_from_bytes
 
 from . import _grammar as g
-from ._config import MODES, Config, Mode, _check_prefix, _policy, _refuse_unknown, load_config
+from ._config import MODES, Config, Mode, check_prefix, load_config, route_policy
 from ._errors import InvalidTarget
 from ._policy import DEFAULT_POLICY, Policy
 from ._routes import ABSOLUTE_PREFIX, Route, RouteTable
@@ -394,12 +394,11 @@ def _routes(owner: str, routes: object, base: Policy) -> list[tuple[str, Policy]
     pairs: list[tuple[str, Policy]] = []
     for prefix, value in routes.items():
         where = f"{owner}: routes[{prefix!r}]"
-        _check_prefix(prefix, where)
+        check_prefix(prefix, where)
         if isinstance(value, Policy):
             pairs.append((prefix, value))
         elif isinstance(value, Mapping):
-            _refuse_unknown(value, set(Policy.FIELDS), where)
-            pairs.append((prefix, _policy(base, value, where)))
+            pairs.append((prefix, route_policy(base, value, where)))
         else:
             raise TypeError(
                 f"{where} must be a urlguard.Policy or a mapping of overrides, "
