@@ -199,7 +199,7 @@ class StrictURLMiddleware(GuardedMiddleware):
         if scope["type"] == "websocket":
             content_type, body = Guard.rejection(exc, _accept(scope))
             reason = f"invalid request target: {exc.rule}"
-            await _deny_websocket(scope, send, 400, content_type, body, reason)
+            await _deny_websocket(scope, send, 400, content_type, body, reason, no_store=False)
             return
         custom = guard.custom_response(exc, scope)
         if custom is not None:
@@ -245,7 +245,7 @@ class StrictURLMiddleware(GuardedMiddleware):
         content_type, body = Guard.refusal(_accept(scope), "no raw_path in the ASGI scope")
         if scope["type"] == "websocket":
             reason = "no raw request target"
-            await _deny_websocket(scope, send, 501, content_type, body, reason)
+            await _deny_websocket(scope, send, 501, content_type, body, reason, no_store=True)
             return
         await _respond(scope, send, 501, content_type, body, no_store=True)
 
@@ -269,14 +269,21 @@ async def _respond(
 
 
 async def _deny_websocket(
-    scope: Scope, send: Send, status: int, content_type: str, body: bytes, reason: str
+    scope: Scope,
+    send: Send,
+    status: int,
+    content_type: str,
+    body: bytes,
+    reason: str,
+    *,
+    no_store: bool,
 ) -> None:
     """Refuse a websocket handshake before accept: an HTTP response through the
     denial extension when the server offers it, else close (the server then
     answers the handshake with 403)."""
     extensions = scope.get("extensions") or {}
     if _DENIAL in extensions:
-        headers = _headers(content_type, body, no_store=status == 501)
+        headers = _headers(content_type, body, no_store=no_store)
         await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
         await send({"type": "websocket.http.response.body", "body": body})
         return

@@ -27,7 +27,7 @@ from .._errors import InvalidTarget
 from .._guard import TARGET_KEY, VIOLATION_KEY
 from .._target import Target
 
-__all__ = ["TargetUnavailable", "target_from", "violation_from"]
+__all__ = ["TargetUnavailable", "optional_target_from", "target_from", "violation_from"]
 
 
 class TargetUnavailable(RuntimeError):
@@ -58,11 +58,16 @@ class TargetUnavailable(RuntimeError):
 
 def target_from(carrier: Mapping[str, Any]) -> Target:
     """The target stored in an ASGI scope or WSGI environ, or :class:`TargetUnavailable`."""
+    target = optional_target_from(carrier)
+    if target is None:
+        raise TargetUnavailable(violation_from(carrier))
+    return target
+
+
+def optional_target_from(carrier: Mapping[str, Any]) -> Target | None:
+    """The target stored in an ASGI scope or WSGI environ, else ``None``."""
     target = carrier.get(TARGET_KEY)
-    if isinstance(target, Target):
-        return target
-    violation = carrier.get(VIOLATION_KEY)
-    raise TargetUnavailable(violation if isinstance(violation, InvalidTarget) else None)
+    return target if isinstance(target, Target) else None
 
 
 def violation_from(carrier: Mapping[str, Any]) -> InvalidTarget | None:

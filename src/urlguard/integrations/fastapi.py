@@ -25,9 +25,8 @@ from fastapi import Depends
 from starlette.requests import HTTPConnection
 
 from .._errors import InvalidTarget
-from .._guard import TARGET_KEY
 from .._target import Target
-from . import TargetUnavailable, target_from, violation_from
+from . import TargetUnavailable, optional_target_from, target_from, violation_from
 
 __all__ = [
     "GuardedTarget",
@@ -48,8 +47,7 @@ async def target_dependency(conn: HTTPConnection) -> Target:
 
 async def optional_target_dependency(conn: HTTPConnection) -> Target | None:
     """The target, or ``None`` (report-only mode let a violation through)."""
-    target = conn.scope.get(TARGET_KEY)
-    return target if isinstance(target, Target) else None
+    return optional_target_from(conn.scope)
 
 
 async def violation_dependency(conn: HTTPConnection) -> InvalidTarget | None:
