@@ -179,8 +179,12 @@ def test_instructions_prints_counts_or_says_how_to_get_valgrind() -> None:
     strict = row(out, "plain", "urlguard")
     assert naive is not None, out
     assert strict is not None, out
-    # Instruction counts are deterministic enough to be sane: thousands per target.
-    assert 1_000 < float(strict.group(1).replace(",", "")) < 1_000_000
+    naive_ir = float(naive.group(1).replace(",", ""))
+    strict_ir = float(strict.group(1).replace(",", ""))
+    # Instruction counts, unlike times, hold on a shared machine: on plain
+    # targets urlguard's fast route does less work than unquote + split +
+    # parse_qsl (seen: 16,082 against 29,173 Ir per target, 0.55x).
+    assert 1_000 < strict_ir < naive_ir, out
     for layer in ("bare", "noop", "guarded"):
         assert row(out, "starlette", "plain", layer) is not None, (layer, out)
 
