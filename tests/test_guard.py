@@ -12,6 +12,9 @@ The query is exact as received, so a U+FFFD escaped in it is the client's.
 
 from __future__ import annotations
 
+import logging
+from typing import NamedTuple
+
 import pytest
 
 from urlguard import InvalidTarget, Policy
@@ -19,68 +22,78 @@ from urlguard._guard import Guard, rebuild_target
 
 P = pytest.param
 
+
+class R(NamedTuple):
+    """A rejection: rule, component, index (of the segment or pair), offset."""
+
+    rule: str
+    component: str
+    piece: int | None
+    offset: int
+
+
 # (decoded path, raw query, policy overrides) ->
-#   accepted segments, or (rule, component, index, offset) of the violation.
+#   accepted segments, or R(rule, component, index, offset) of the violation.
 DECODED = [
     P("/caf\u00e9", b"", {}, ("café",), id="real UTF-8 is fine"),
-    P("/caf\ufffd", b"", {}, ("invalid-utf8", "path", 0, 4), id="U+FFFD in a segment"),
-    P("/ok/x\ufffd", b"", {}, ("invalid-utf8", "path", 1, 5), id="in a later segment"),
+    P("/caf\ufffd", b"", {}, R("invalid-utf8", "path", 0, 4), id="U+FFFD in a segment"),
+    P("/ok/x\ufffd", b"", {}, R("invalid-utf8", "path", 1, 5), id="in a later segment"),
     P(
         "/a;x=\ufffd",
         b"",
         {"path_params": "split"},
-        ("invalid-utf8", "path", 0, 5),
+        R("invalid-utf8", "path", 0, 5),
         id="in a split matrix parameter value",
     ),
     P(
         "/a;\ufffd=1/b",
         b"",
         {"path_params": "split"},
-        ("invalid-utf8", "path", 0, 3),
+        R("invalid-utf8", "path", 0, 3),
         id="in a split matrix parameter name",
     ),
     P(
         "/a;x=\ufffd",
         b"",
         {},
-        ("invalid-utf8", "path", 0, 5),
+        R("invalid-utf8", "path", 0, 5),
         id="in a literal ';' segment",
     ),
-    P("/\ufffd/..", b"", {}, ("invalid-utf8", "path", 0, 1), id="before a later dot segment"),
-    P("/../\ufffd", b"", {}, ("dot-segment", "path", 0, 1), id="after an earlier dot segment"),
+    P("/\ufffd/..", b"", {}, R("invalid-utf8", "path", 0, 1), id="before a later dot segment"),
+    P("/../\ufffd", b"", {}, R("dot-segment", "path", 0, 1), id="after an earlier dot segment"),
     P(
         "/\ufffd%41",
         b"",
         {},
-        ("invalid-utf8", "path", 0, 1),
+        R("invalid-utf8", "path", 0, 1),
         id="before double encoding in its own segment",
     ),
     P(
         "/x/%41/\ufffd",
         b"",
         {},
-        ("double-encoding", "path", 1, 3),
+        R("double-encoding", "path", 1, 3),
         id="after double encoding in an earlier segment",
     ),
     P(
         "/\ufffd",
         b"q=a b",
         {},
-        ("raw-char", "query", 0, 14),
+        R("raw-char", "query", 0, 14),
         id="after a raw char in the query",
     ),
     P(
         "/a/b/\ufffd",
         b"",
         {"max_segments": 2},
-        ("too-many", "path", 2, 4),
+        R("too-many", "path", 2, 4),
         id="after too many segments",
     ),
     P(
         "/\ufffd",
         b"q=%C4",
         {},
-        ("invalid-utf8", "path", 0, 1),
+        R("invalid-utf8", "path", 0, 1),
         id="before the query's own invalid UTF-8",
     ),
     P(
@@ -90,13 +103,13 @@ DECODED = [
         ("a",),
         id="escaped U+FFFD in the exact query is the client's",
     ),
-    P("/a", b"q=%C4", {}, ("invalid-utf8", "query", 0, 5), id="query still checked"),
+    P("/a", b"q=%C4", {}, R("invalid-utf8", "query", 0, 5), id="query still checked"),
 ]
 
 
 @pytest.mark.parametrize(("path", "query", "overrides", "expected"), DECODED)
 def test_check_decoded(
-    path: str, query: bytes, overrides: dict[str, object], expected: tuple[object, ...]
+    path: str, query: bytes, overrides: dict[str, object], expected: tuple[str, ...] | R
 ) -> None:
     guard = Guard(
         "test",
@@ -107,13 +120,13 @@ def test_check_decoded(
         on_reject=None,
         on_violation=None,
         missing_raw_target="validate-decoded",
-        log_level=30,
+        log_level=logging.WARNING,
     )
     rebuilt = rebuild_target(path.encode("utf-8"), query or None)
-    if isinstance(expected[0], str) and "-" in expected[0]:
+    if isinstance(expected, R):
         with pytest.raises(InvalidTarget) as caught:
             guard.check_decoded(rebuilt)
         exc = caught.value
-        assert (exc.rule, exc.component, exc.index, exc.offset) == expected
+        assert R(exc.rule, exc.component, exc.index, exc.offset) == expected
     else:
         assert guard.check_decoded(rebuilt).segments == expected
