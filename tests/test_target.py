@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 import pytest
 
@@ -465,8 +466,43 @@ def test_error_pickles_and_is_a_value_error() -> None:
     assert (copy.rule, copy.component, copy.index, copy.offset) == ("dot-segment", "path", 2, 7)
 
 
-def test_same_input_same_rule_whichever_policy_object() -> None:
-    # Several violations: the documented order picks one, every time.
-    raw = b"/%2e%2e/%C4/a//b?x=%zz"
-    assert {rule_of(raw) for _ in range(3)} == {"dot-segment"}
-    assert rule_of(raw, Policy(dot_segment="allow")) == "invalid-utf8"
+def equal_policies(**changes: Any) -> list[Policy]:
+    """Policies equal to ``Policy(**changes)``, each a distinct object, built
+    in different ways."""
+    made = Policy(**changes)
+    policies = [
+        made,
+        Policy(**changes),
+        Policy().replace(**changes),
+        Policy.browser(raw_path_extra="", raw_query_extra="", **changes),
+        Policy(**{name: getattr(made, name) for name in Policy.FIELDS}),
+        pickle.loads(pickle.dumps(made)),
+    ]
+    assert all(policy == made for policy in policies)
+    assert len({id(policy) for policy in policies}) == len(policies)
+    return policies
+
+
+# Inputs with several violations: the documented order picks one rule, the
+# same under every equal policy. (raw, default policy, dot_segment="allow")
+SEVERAL_VIOLATIONS = [
+    P(b"/%2e%2e/%C4/a//b?x=%zz", "dot-segment", "invalid-utf8", id="dot, then bad UTF-8"),
+    P(b"/a//%2F/%C4?x=%zz", "empty-segment", "empty-segment", id="first segment first"),
+    P(b"/%zz%2F%C4%00", "malformed-escape", "malformed-escape", id="escape before slash"),
+    P(b"/a%2Fb%C4", "encoded-slash", "encoded-slash", id="slash before UTF-8"),
+    P(b"/%C0%AF%00", "invalid-utf8", "invalid-utf8", id="UTF-8 before characters"),
+    P(b"/x b#%zz", "fragment", "fragment", id="fragment before raw bytes"),
+    P(b"/%252F%2e/..", "double-encoding", "double-encoding", id="double encoding first"),
+    P(b"/a/b?x=%C4&y=%zz", "invalid-utf8", "invalid-utf8", id="first pair first"),
+]
+
+
+@pytest.mark.parametrize(("raw", "strict", "dots_allowed"), SEVERAL_VIOLATIONS)
+def test_same_input_same_rule_whichever_policy_object(
+    raw: bytes, strict: str, dots_allowed: str
+) -> None:
+    defaults: list[Policy | None] = [None, *equal_policies()]
+    lenient = equal_policies(dot_segment="allow")
+    for _ in range(2):  # in turn, twice: nothing learnt from one call changes the next
+        assert [rule_of(raw, policy) for policy in defaults] == [strict] * len(defaults)
+        assert [rule_of(raw, policy) for policy in lenient] == [dots_allowed] * len(lenient)
