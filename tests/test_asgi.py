@@ -338,13 +338,20 @@ def test_missing_raw_path_is_refused_with_501(how: str, caplog: pytest.LogCaptur
     assert "(asgi.version=3.0,spec_version=2.4)" in record.getMessage()
 
 
-def test_missing_raw_path_in_report_mode_passes_and_logs(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("how", ["missing", "none"])
+def test_missing_raw_path_in_report_mode_passes_and_logs(
+    how: str, caplog: pytest.LogCaptureFixture
+) -> None:
     app, inner = guarded(mode="report")
     with caplog.at_level(logging.ERROR, logger="urlguard"):
-        status, _, _ = response(call(app, _without_raw_path("missing")))
+        status, _, _ = response(call(app, _without_raw_path(how)))
     assert status == 200
     assert "urlguard.target" not in inner.scopes[0]
-    assert len(caplog.records) == 1
+    (record,) = caplog.records
+    assert (record.name, record.levelno) == ("urlguard", logging.ERROR)
+    message = record.getMessage()
+    assert "provides no raw request target (no raw_path in the scope)" in message
+    assert "passed on (report-only)" in message
 
 
 DECODED = [

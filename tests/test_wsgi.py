@@ -355,7 +355,11 @@ def test_no_raw_target_in_report_mode_passes(caplog: pytest.LogCaptureFixture) -
     with caplog.at_level(logging.ERROR, logger="urlguard"):
         assert call(app, server_environ("wsgiref", b"/fine"))[0] == 200
     assert "urlguard.target" not in inner.environs[0]
-    assert len(caplog.records) == 1
+    (record,) = caplog.records
+    assert (record.name, record.levelno) == ("urlguard", logging.ERROR)
+    message = record.getMessage()
+    assert "provides no raw request target (no RAW_URI or REQUEST_URI in the environ)" in message
+    assert "passed on (report-only)" in message
 
 
 DECODED = [
