@@ -664,19 +664,48 @@ def _raises(exc: InvalidTarget, scope: Scope) -> Any:
 
 
 @pytest.mark.parametrize(
-    "on_reject",
+    ("on_reject", "logged", "exception"),
     [
-        P(lambda exc, scope: None, id="None keeps the default"),
-        P(_raises, id="a failing hook falls back to the default"),
-        P(lambda exc, scope: 42, id="a non-app result falls back to the default"),
+        P(lambda exc, scope: None, None, None, id="None keeps the default"),
+        P(
+            _raises,
+            "the on_reject callback failed; sent the default 400",
+            RuntimeError,
+            id="a failing hook falls back to the default",
+        ),
+        P(
+            lambda exc, scope: 42,
+            "on_reject returned int, not an ASGI application; sent the default 400",
+            None,
+            id="a non-app result falls back to the default",
+        ),
     ],
 )
-def test_on_reject_default(on_reject: Any, caplog: pytest.LogCaptureFixture) -> None:
+def test_on_reject_default(
+    on_reject: Any,
+    logged: str | None,
+    exception: type[Exception] | None,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     app, inner = guarded(on_reject=on_reject)
-    status, _, body = response(call(app, server_scope("hypercorn", b"/%C4")))
+    with caplog.at_level(logging.WARNING, logger="urlguard"):
+        status, _, body = response(call(app, server_scope("hypercorn", b"/%C4")))
     assert status == 400
     assert b"invalid-utf8" in body
     assert inner.scopes == []
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    if logged is None:
+        assert errors == []
+        return
+    (record,) = errors
+    assert (record.name, record.levelno) == ("urlguard", logging.ERROR)
+    assert record.getMessage().endswith(logged)
+    if exception is None:
+        assert not record.exc_info
+    else:
+        assert record.exc_info is not None
+        assert record.exc_info[0] is exception
+        assert str(record.exc_info[1]) == "hook bug"
 
 
 def test_report_mode_does_not_call_on_reject() -> None:

@@ -563,19 +563,48 @@ def _raises(exc: InvalidTarget, environ: WSGIEnvironment) -> Any:
 
 
 @pytest.mark.parametrize(
-    "on_reject",
+    ("on_reject", "logged", "exception"),
     [
-        P(lambda exc, environ: None, id="None keeps the default"),
-        P(_raises, id="a failing hook falls back to the default"),
-        P(lambda exc, environ: "nope", id="a non-app result falls back to the default"),
+        P(lambda exc, environ: None, None, None, id="None keeps the default"),
+        P(
+            _raises,
+            "the on_reject callback failed; sent the default 400",
+            RuntimeError,
+            id="a failing hook falls back to the default",
+        ),
+        P(
+            lambda exc, environ: "nope",
+            "on_reject returned str, not a WSGI application; sent the default 400",
+            None,
+            id="a non-app result falls back to the default",
+        ),
     ],
 )
-def test_on_reject_default(on_reject: Any) -> None:
+def test_on_reject_default(
+    on_reject: Any,
+    logged: str | None,
+    exception: type[Exception] | None,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     app, inner = guarded(on_reject=on_reject)
-    status, _, body = call(app, server_environ("gunicorn", b"/%C4"))
+    with caplog.at_level(logging.WARNING, logger="urlguard"):
+        status, _, body = call(app, server_environ("gunicorn", b"/%C4"))
     assert status == 400
     assert b"invalid-utf8" in body
     assert inner.environs == []
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    if logged is None:
+        assert errors == []
+        return
+    (record,) = errors
+    assert (record.name, record.levelno) == ("urlguard", logging.ERROR)
+    assert record.getMessage().endswith(logged)
+    if exception is None:
+        assert not record.exc_info
+    else:
+        assert record.exc_info is not None
+        assert record.exc_info[0] is exception
+        assert str(record.exc_info[1]) == "hook bug"
 
 
 # --- per-route policies --------------------------------------------------------------------
