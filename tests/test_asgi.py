@@ -541,6 +541,13 @@ ACCEPT = [
 ]
 
 
+# str(InvalidTarget) for '/ECHOME/caf%C4': rule, reason, position, no input.
+DETAIL = (
+    "invalid-utf8: percent-decoded bytes are not valid UTF-8 (RFC 3629)"
+    " (path segment 1, byte offset 11)"
+)
+
+
 @pytest.mark.parametrize(("accept", "content_type"), ACCEPT)
 def test_rejection_body_follows_accept(accept: bytes | None, content_type: str) -> None:
     app, _ = guarded()
@@ -559,17 +566,14 @@ def test_rejection_body_follows_accept(accept: bytes | None, content_type: str) 
             "type": "about:blank",
             "title": "Bad Request",
             "status": 400,
-            "detail": problem["detail"],
+            "detail": DETAIL,
             "rule": "invalid-utf8",
             "component": "path",
             "index": 1,
             "offset": 11,
         }
-        assert problem["detail"].startswith("invalid-utf8: ")
     else:
-        assert body.startswith(b"400 Bad Request: invalid-utf8: ")
-        assert body.endswith(b"\n")
-        assert body.count(b"\n") == 1
+        assert body == f"400 Bad Request: {DETAIL}\n".encode()
 
 
 def test_head_gets_headers_only() -> None:
