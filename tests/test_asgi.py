@@ -17,6 +17,7 @@ from urllib.parse import unquote_to_bytes
 import pytest
 from starlette.responses import PlainTextResponse
 
+from log_checks import assert_error_logged
 from urlguard import Config, InvalidTarget, Policy, Target
 from urlguard.asgi import StrictURLMiddleware
 
@@ -697,19 +698,7 @@ def test_on_reject_default(
     assert status == 400
     assert b"invalid-utf8" in body
     assert inner.scopes == []
-    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
-    if logged is None:
-        assert errors == []
-        return
-    (record,) = errors
-    assert (record.name, record.levelno) == ("urlguard", logging.ERROR)
-    assert record.getMessage().endswith(logged)
-    if exception is None:
-        assert not record.exc_info
-    else:
-        assert record.exc_info is not None
-        assert record.exc_info[0] is exception
-        assert str(record.exc_info[1]) == "hook bug"
+    assert_error_logged(caplog.records, logged, exception)
 
 
 def test_report_mode_does_not_call_on_reject() -> None:

@@ -18,6 +18,7 @@ import pytest
 from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
+from log_checks import assert_error_logged
 from urlguard import RULES, Config, InvalidTarget, Policy, Target
 from urlguard.wsgi import StrictURLMiddleware
 
@@ -592,19 +593,7 @@ def test_on_reject_default(
     assert status == 400
     assert b"invalid-utf8" in body
     assert inner.environs == []
-    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
-    if logged is None:
-        assert errors == []
-        return
-    (record,) = errors
-    assert (record.name, record.levelno) == ("urlguard", logging.ERROR)
-    assert record.getMessage().endswith(logged)
-    if exception is None:
-        assert not record.exc_info
-    else:
-        assert record.exc_info is not None
-        assert record.exc_info[0] is exception
-        assert str(record.exc_info[1]) == "hook bug"
+    assert_error_logged(caplog.records, logged, exception)
 
 
 # --- per-route policies --------------------------------------------------------------------
