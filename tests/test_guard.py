@@ -5,8 +5,10 @@ The decoded path is re-encoded by ``rebuild_target``; a U+FFFD in it is where
 a lenient server replaced invalid UTF-8, so it counts as ``invalid-utf8`` of
 the segment that holds it, in that segment's place in the rule order
 (DESIGN.md §1: after too-many, raw-char, and the earlier segments; after
-malformed-escape and encoded-slash in its own segment; before forbidden-char,
-dot-segment, empty-segment and double-encoding there and anything later).
+malformed-escape, encoded-slash and encoded-backslash in its own piece;
+before forbidden-char, dot-segment, empty-segment and double-encoding there
+and anything later; under path_params="split" a segment's pieces, name and
+parameters, are taken in turn).
 The query is exact as received, so a U+FFFD escaped in it is the client's.
 """
 
@@ -104,6 +106,28 @@ DECODED = [
         id="escaped U+FFFD in the exact query is the client's",
     ),
     P("/a", b"q=%C4", {}, R("invalid-utf8", "query", 0, 5), id="query still checked"),
+    P(
+        "/\\\ufffd",
+        b"",
+        {},
+        R("encoded-backslash", "path", 0, 1),
+        id="after an encoded backslash in its own segment",
+    ),
+    P(
+        "/\ufffd;x=\\",
+        b"",
+        {"path_params": "split"},
+        R("invalid-utf8", "path", 0, 1),
+        id="split: in the name, before an encoded backslash in a parameter",
+    ),
+    P(
+        "/\x01;x=\ufffd",
+        b"",
+        {"path_params": "split"},
+        R("forbidden-char", "path", 0, 1),
+        id="split: after a forbidden character in the name",
+    ),
+    P("/\ufffd\ufffd", b"", {}, R("invalid-utf8", "path", 0, 1), id="two: the first"),
 ]
 
 

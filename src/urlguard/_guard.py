@@ -298,43 +298,29 @@ class Guard:
         empty segments and double encoding (a decoded ``%41``) are all checked
         on the decoded path, and the query is checked as received.
 
-        A U+FFFD in the path (segment, or matrix parameter) is refused as
-        ``invalid-utf8`` of its segment: lenient servers put it where invalid
-        bytes were, and it cannot be told from a real one. It is reported in
-        that rule's place in the order (DESIGN.md §1), so a violation the
-        parser finds earlier in the pipeline wins, and one it finds later
-        does not.
+        A U+FFFD in the path is refused as ``invalid-utf8``: lenient servers
+        put it where invalid bytes were, and it cannot be told from a real
+        one. The parser judges it as such bytes: each escaped U+FFFD of the
+        path is replaced by ``%FF%FF%FF`` (never UTF-8, RFC 3629 §1; the
+        same length, so offsets hold), so the rule reported, and its place in
+        the order, are the parser's own. The query is left as received.
         """
+        policy = self.select(rebuilt)
         question = rebuilt.find(b"?")
         path = rebuilt if question < 0 else rebuilt[:question]
         # rebuild_target escapes every non-ASCII byte in upper case, and a
         # literal '%' as %25, so this finds exactly the U+FFFD characters.
         at = path.find(_REPLACEMENT_ESCAPED)
-        try:
-            target = parse_target(rebuilt, self.select(rebuilt))
-        except InvalidTarget as exc:
-            if at < 0 or _comes_before(exc, path.count(b"/", 0, at) - 1):
-                raise
-        else:
-            if at < 0:
-                return target
+        if at < 0:
+            return parse_target(rebuilt, policy)
+        judged = path.replace(_REPLACEMENT_ESCAPED, _NEVER_UTF8) + rebuilt[len(path) :]
+        parse_target(judged, policy)  # raises: the path holds bytes that are never UTF-8
+        # Not reached while invalid-utf8 has no switch; if it ever gets one, refuse anyway.
         raise InvalidTarget("invalid-utf8", "path", path.count(b"/", 0, at) - 1, at)
 
 
 _REPLACEMENT_ESCAPED: Final = b"%EF%BF%BD"  # U+FFFD in UTF-8, percent-encoded
-# Checked before invalid-utf8 within a segment (DESIGN.md §1).
-_BEFORE_UTF8: Final = frozenset(("malformed-escape", "encoded-slash", "encoded-backslash"))
-
-
-def _comes_before(exc: InvalidTarget, index: int) -> bool:
-    """Whether the parser's ``exc`` comes before an ``invalid-utf8`` in path
-    segment ``index`` in the rule order: whole-target and raw-byte rules and
-    the counts first, then the segments in order."""
-    if exc.component == "target" or exc.rule in ("raw-char", "too-many"):
-        return True
-    if exc.component != "path" or exc.index is None:
-        return False
-    return exc.index < index or (exc.index == index and exc.rule in _BEFORE_UTF8)
+_NEVER_UTF8: Final = b"%FF%FF%FF"  # 0xFF appears in no UTF-8 sequence
 
 
 def rebuild_target(path: bytes, query: bytes | None) -> bytes:
