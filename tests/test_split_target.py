@@ -8,6 +8,10 @@ query looks like none (``/a?`` is ``/a``); the joined target is
 
 from __future__ import annotations
 
+import copy
+import pickle
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -106,6 +110,47 @@ def test_split_target_keeps_the_parts_apart_until_read() -> None:
     assert hash(target) == hash(parse_target(b"/a/b?x=1+2&y"))
     assert repr(target) == repr(parse_target(b"/a/b?x=1+2&y"))
     assert parse_split_target(b"/a", b"", Policy()).raw_query is None
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        P(lambda: parse_split_target(b"/a/b", b"x=1+2&y", Policy()), id="split, plain"),
+        P(lambda: parse_split_target(b"/a", b"", Policy()), id="split, no query"),
+        P(lambda: parse_target(b"/a/b?x=1"), id="plain route"),
+        P(lambda: parse_target(b"/caf%C3%A9?q=%C3%A9+x"), id="fast route"),
+        P(lambda: parse_target(b"http://h/a;k=v?q", Policy(path_params="split")), id="careful"),
+    ],
+)
+@pytest.mark.parametrize(
+    "duplicate",
+    [
+        P(copy.copy, id="copy"),
+        P(copy.deepcopy, id="deepcopy"),
+        P(lambda target: pickle.loads(pickle.dumps(target)), id="pickle"),
+    ],
+)
+def test_targets_copy_and_pickle(make: Any, duplicate: Any) -> None:
+    # Apps copy scopes (deepcopy in tests, pickle across processes); the
+    # Target in them must survive, before and after its pieces are read.
+    for read_first in (False, True):
+        target = make()
+        if read_first:
+            _fields(target)
+        again = duplicate(target)
+        assert type(again) is type(target)
+        assert _fields(again) == _fields(target)
+        assert again == target
+        assert hash(again) == hash(target)
+
+
+@pytest.mark.parametrize("kind", [bytearray, memoryview])
+def test_split_target_takes_bytes_like_parts(kind: Any) -> None:
+    target = parse_split_target(kind(b"/a"), kind(b"x=1"), Policy())
+    assert (type(target.raw), type(target.raw_path), type(target.raw_query)) == (bytes,) * 3
+    assert target == parse_target(b"/a?x=1")
+    assert hash(target) == hash(parse_target(b"/a?x=1"))
+    assert parse_split_target(kind(b"/a"), kind(b""), Policy()).raw == b"/a"
 
 
 def test_split_target_respects_the_length_limit() -> None:
