@@ -27,7 +27,10 @@ def is_server_wide_options(method: object, target: object) -> bool:
     it on without a target (it would be ``bad-form``), and the audit counts
     it as passed. ``method`` and ``target`` as the caller has them: ``str``
     (ASGI, WSGI) or ``bytes`` (a log line)."""
-    return (target == b"*" or target == "*") and (method == "OPTIONS" or method == b"OPTIONS")
+    # Each compared with its own type: bytes == str would warn under python -b.
+    if not (target == b"*" if isinstance(target, bytes) else target == "*"):
+        return False
+    return method == b"OPTIONS" if isinstance(method, bytes) else method == "OPTIONS"
 
 
 class Route(NamedTuple):
