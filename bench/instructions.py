@@ -9,10 +9,10 @@ instructions (Ir) of that phase: no start-up, no import, no warm-up. The
 collector is off in the worker and ``PYTHONHASHSEED=0``, so a phase
 costs the same on every run, whatever else the machine is doing.
 
-Instructions are not time (cache misses, branch mispredictions and the cost
-of one instruction versus another are not counted), so this part prints no
-verdict of its own; it shows what the code asks of the CPU. For the
-in-process requests callgrind also simulates the caches and the branch
+Instructions are not time (the cost of one instruction against another, and
+of cache misses and mispredicted branches, are not in them), so this part
+prints no verdict of its own; it shows what the code asks of the CPU. For
+the in-process requests callgrind also simulates the caches and the branch
 predictor (``--cache-sim=yes --branch-sim=yes``): inside a framework's
 request the guard's code and data are cold, and its misses, which a micro
 loop never shows, are a large part of what it costs in time there. They are
@@ -162,7 +162,8 @@ def _phases(args: Sequence[str], expected: int, simulate: bool = False) -> list[
 
 
 def run(quick: bool, out: Callable[[str], None] = print) -> None:
-    """Print Ir per target (micro) and per request (in-process)."""
+    """Print Ir per target (micro), and per request (in-process) with the
+    simulated misses, mispredicts and cycle estimate."""
     if shutil.which("valgrind") is None:
         out(VALGRIND_MISSING)
         return

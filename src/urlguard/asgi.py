@@ -77,7 +77,6 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 OnReject = Callable[[InvalidTarget, Scope], ASGIApp | None]
 OnViolation = Callable[[InvalidTarget, Scope], object]
 
-_GUARDED: Final = ("http", "websocket")
 _DENIAL: Final = "websocket.http.response"
 # RFC 6455 §7.4.1: 1008 "policy violation"; 1011 "unexpected condition".
 _CLOSE_POLICY: Final = 1008
