@@ -37,6 +37,7 @@ def _joined(path: bytes, query: bytes) -> bytes:
 
 def _fields(target: Target) -> tuple[object, ...]:
     return (
+        repr(target),
         target.raw,
         target.raw_path,
         target.raw_query,

@@ -208,7 +208,9 @@ class Target:
     def __repr__(self) -> str:
         return (
             f"Target(raw={self.raw!r}, segments={self.segments!r}, query={self.query!r}"
-            + (f", params={self._params!r}" if self._params is not None else "")
+            # Only when some segment has parameters: the same text whichever
+            # route built the target.
+            + (f", params={self.params!r}" if any(self.params) else "")
             + ")"
         )
 
