@@ -52,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
         "--part", action="append", choices=PARTS, dest="parts",
         help=f"a part to run (repeatable); default: {' '.join(DEFAULT_PARTS)}",
     )  # fmt: skip
-    parser.add_argument("--rounds", type=int, help="micro and in-process rounds (default 60, 300)")
+    parser.add_argument("--rounds", type=int, help="micro and in-process rounds (default 60, 1000)")
     parser.add_argument("--batch-ms", type=float, default=1.0, help="in-process batch length")
     parser.add_argument("--e2e-rounds", type=int, default=6, help="wrk rounds per variant")
     parser.add_argument("--e2e-seconds", type=float, default=3.0, help="length of one wrk run")
@@ -161,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parts = tuple(args.parts or DEFAULT_PARTS)
     quick = args.quick
     micro_rounds = args.rounds or (3 if quick else 60)
-    inprocess_rounds = args.rounds or (3 if quick else 300)
+    inprocess_rounds = args.rounds or (3 if quick else 1000)
     e2e_rounds = 1 if quick else args.e2e_rounds
     e2e_seconds = 1.0 if quick else args.e2e_seconds
     audit_lines = 2_000 if quick else args.audit_lines

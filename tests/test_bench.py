@@ -9,6 +9,7 @@ and ``bench`` need not be importable from the tests.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -131,7 +132,7 @@ def test_inprocess_prints_every_variant() -> None:
     assert "In-process: µs per request" in out
     for app in ("starlette", "flask"):
         for target in ("plain", "encoded"):
-            for layer in ("bare", "noop", "guarded"):
+            for layer in ("bare", "noop", "stored", "guarded"):
                 assert row(out, app, target, layer) is not None, (app, target, layer, out)
     for goal in ("Starlette plain", "Starlette encoded", "Flask plain", "Flask encoded"):
         assert re.search(rf"^in-process: {goal}, guarded/bare\s", out, re.MULTILINE), goal
@@ -185,8 +186,13 @@ def test_instructions_prints_counts_or_says_how_to_get_valgrind() -> None:
     # targets urlguard's fast route does less work than unquote + split +
     # parse_qsl (seen: 16,082 against 29,173 Ir per target, 0.55x).
     assert 1_000 < strict_ir < naive_ir, out
-    for layer in ("bare", "noop", "guarded"):
-        assert row(out, "starlette", "plain", layer) is not None, (layer, out)
+    layers = {}
+    for layer in ("bare", "noop", "stored", "guarded"):
+        found = row(out, "starlette", "plain", layer)
+        assert found is not None, (layer, out)
+        layers[layer] = float(found.group(1).replace(",", ""))
+    # The guard does everything the stored layer does, and judges too.
+    assert layers["stored"] < layers["guarded"], out
     # Ir, ×bare, simulated L1 misses and mispredicts against bare, CEst and its
     # ×bare: the guard costs something in both (seen: 1.123 and 1.132).
     guarded = re.search(r"^starlette\s+plain\s+guarded\s+(.+)$", out, re.MULTILINE)
@@ -214,6 +220,10 @@ def test_e2e_prints_every_server_or_says_how_to_get_wrk() -> None:
                 assert found is not None, (server, target, layer, out)
                 assert float(found.group(1).replace(",", "")) > 0
     assert re.search(r"^end to end: uvicorn plain, guarded/bare req/s\s", out, re.MULTILINE)
+    # Servers and wrk on CPUs of their own wherever there are two and taskset.
+    two = len(os.sched_getaffinity(0)) >= 2 and shutil.which("taskset") is not None
+    assert ("servers on CPU " in out) == two, out
+    assert ("not pinned" in out) == (not two), out
     # wrk saw only 2xx answers and no socket errors (the bench warns otherwise).
     assert "warning:" not in out, out
 
