@@ -8,6 +8,11 @@ Ctrl-C. Rounds alternate: in each round, for each target, every server gets
 one wrk run of the same length, in a rotated order; the ratio guarded/bare
 is taken within each round and summarised over rounds.
 
+With two CPUs or more (and ``taskset``, from util-linux), the servers run on
+one CPU and wrk on another. A one-worker server and wrk each keep a core
+busy; left to the scheduler, on a 2-core machine they meet on one core for
+parts of a run, and that, not the layer, decides the run's req/s.
+
 Before any timing each server must answer 200 for both targets (sent byte
 for byte over a raw socket), and the guarded ones 400 for a hostile target.
 A wrk run that saw a non-2xx answer or a socket error is reported, not hidden.
@@ -111,27 +116,52 @@ def parse_wrk(output: str) -> WrkRun:
     )
 
 
-def wrk(port: int, target: bytes, seconds: float, connections: int, threads: int) -> WrkRun:
+def cpu_split() -> tuple[int, int] | None:
+    """(CPU for the servers, CPU for wrk), two this process may run on; ``None``
+    with fewer than two or without ``taskset``: then the scheduler places them."""
+    if shutil.which("taskset") is None or not hasattr(os, "sched_getaffinity"):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    return (cpus[0], cpus[1]) if len(cpus) >= 2 else None
+
+
+def pinned(argv: list[str], cpu: int | None) -> list[str]:
+    """``argv`` run on ``cpu`` alone (its children too), or as it is for ``None``."""
+    return argv if cpu is None else ["taskset", "-c", str(cpu), *argv]
+
+
+def wrk(
+    port: int,
+    target: bytes,
+    seconds: float,
+    connections: int,
+    threads: int,
+    cpu: int | None = None,
+) -> WrkRun:
     """One wrk run against ``http://127.0.0.1:port`` + ``target``; bounded in time."""
     url = f"http://127.0.0.1:{port}{target.decode('ascii')}"
     argv = [
         "wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds:g}s", "--timeout", "5s", url,
     ]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 30, check=False)
+    done = subprocess.run(
+        pinned(argv, cpu), capture_output=True, text=True, timeout=seconds + 30, check=False
+    )
     if done.returncode != 0:
         raise RuntimeError(f"wrk exited with {done.returncode}: {done.stderr[-500:]}")
     return parse_wrk(done.stdout)
 
 
 @contextmanager
-def servers() -> Iterator[dict[str, int]]:
-    """Start every variant; yield name -> port; stop them all on the way out."""
+def servers(cpu: int | None = None) -> Iterator[dict[str, int]]:
+    """Start every variant (on ``cpu``, if given); yield name -> port; stop them
+    all on the way out."""
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     with ExitStack() as stack:
         ports: dict[str, int] = {}
         for variant in VARIANTS:
             port = rawhttp.free_port()
-            stack.enter_context(rawhttp.running(variant.argv(port), port, env=env, cwd=ROOT))
+            argv = pinned(variant.argv(port), cpu)
+            stack.enter_context(rawhttp.running(argv, port, env=env, cwd=ROOT))
             ports[variant.name] = port
         yield ports
 
@@ -162,15 +192,17 @@ def run(
         return []
     samples: dict[tuple[str, str], list[float]] = {}
     flagged: list[str] = []
-    with servers() as ports:
+    split = cpu_split()
+    server_cpu, wrk_cpu = split if split else (None, None)
+    with servers(server_cpu) as ports:
         verify(ports)
         names = [v.name for v in VARIANTS]
         for name in names:  # warm up every server and the page cache, 1 s each
-            wrk(ports[name], TARGETS["plain"], 1, connections, threads)
+            wrk(ports[name], TARGETS["plain"], 1, connections, threads, wrk_cpu)
         for round_no in range(rounds):
             for tname, target in TARGETS.items():
                 for name in rotated(names, round_no):
-                    result = wrk(ports[name], target, seconds, connections, threads)
+                    result = wrk(ports[name], target, seconds, connections, threads, wrk_cpu)
                     if result.non_2xx or result.socket_errors:
                         flagged.append(
                             f"round {round_no + 1} {name} {tname}: {result.non_2xx} non-2xx, "
@@ -200,7 +232,12 @@ def run(
     out(
         f"End to end: req/s under wrk (-t{threads} -c{connections}, {seconds:g} s per run), "
         f"median of {rounds} alternating rounds (IQR, min–max); ratio = guarded/bare within "
-        "each round"
+        "each round; "
+        + (
+            f"servers on CPU {server_cpu}, wrk on CPU {wrk_cpu}"
+            if split
+            else "not pinned (fewer than two CPUs, or no taskset)"
+        )
     )
     headers = ["server", "target", "layer", "req/s", "IQR", "min–max", "×bare", "×bare min–max"]
     headers.append("goal")
