@@ -1,9 +1,10 @@
 """A hello-world Flask app: ``bare``, behind a no-op WSGI layer, behind a layer
 that stores an answer without judging, and guarded.
 
-The guard wraps ``app.wsgi_app``, as the Flask integration documents; ``noop``
-and ``stored`` (see ``bench.apps``) wrap it with their layer instead. Each variant is its own Flask
-application, so the servers and the in-process bench load them side by side.
+The guard wraps ``app.wsgi_app``, as the Flask integration documents;
+``noop`` and ``stored`` (see ``bench.apps``) wrap it with their layer
+instead. Each variant is its own Flask application, so the servers and the
+in-process bench load them side by side.
 
     gunicorn --workers 1 --worker-class sync bench.apps.flask_hello:guarded
 """
