@@ -225,7 +225,7 @@ def quiet_logger() -> Iterator[None]:
 
 
 class Bench:
-    """One framework's three variants and how to run a batch of each."""
+    """One framework's four layers and how to run a batch of each."""
 
     def __init__(self, framework: str, loop: asyncio.AbstractEventLoop) -> None:
         self.framework = framework
