@@ -24,10 +24,12 @@ from ._encode import (
     pretty_uri,
 )
 from ._errors import RULES, InvalidTarget
+from ._parser import IMPLEMENTATION
 from ._policy import Policy
 from ._target import Target, parse_target
 
 __all__ = [
+    "IMPLEMENTATION",
     "RULES",
     "Config",
     "InvalidTarget",

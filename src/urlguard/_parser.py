@@ -1,0 +1,42 @@
+"""Which parser runs: the compiled one when it is there, else the reference.
+
+``urlguard._parser_c`` (Cython) and ``urlguard._parser_py`` (pure Python)
+give the same answer on every input; the compiled one is only faster. It is
+chosen once, at import:
+
+* ``URLGUARD_NO_EXTENSIONS`` set to ``1``, ``true`` or ``yes`` (any case)
+  forces the reference; ``0``, ``false``, ``no`` or empty do not;
+* on an interpreter other than CPython the reference is used;
+* so it is when the compiled module was not built (no C compiler at install).
+
+Everything else in urlguard imports the parser from here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Literal
+
+from ._target import parse_split_target, parse_target
+
+__all__ = ["IMPLEMENTATION", "parse_split_target", "parse_target"]
+
+
+def _no_extensions(environ: os._Environ[str] | dict[str, str] = os.environ) -> bool:
+    """Whether the environment forbids compiled modules: only an explicit yes,
+    so that ``URLGUARD_NO_EXTENSIONS=0`` keeps them (a slip aiohttp and yarl
+    both made once, reading any non-empty value as yes)."""
+    return environ.get("URLGUARD_NO_EXTENSIONS", "").strip().lower() in ("1", "true", "yes")
+
+
+#: The implementation this process uses, ``"compiled"`` or ``"python"``.
+IMPLEMENTATION: Literal["compiled", "python"] = "python"
+
+if not _no_extensions() and sys.implementation.name == "cpython":
+    try:
+        from ._parser_c import parse_split_target, parse_target  # type: ignore[no-redef]
+    except ImportError:  # built without a C compiler: the reference it is
+        pass
+    else:
+        IMPLEMENTATION = "compiled"

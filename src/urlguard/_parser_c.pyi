@@ -1,0 +1,13 @@
+# The compiled parser's signatures: those of urlguard._parser_py.
+from typing import overload
+
+from ._policy import Policy
+from ._target import Target
+
+@overload
+def parse_target(raw: bytes | bytearray | memoryview, policy: Policy | None = None) -> Target: ...
+@overload
+def parse_target(raw: str, policy: Policy | None = None) -> Target: ...
+def parse_split_target(
+    raw_path: bytes | bytearray | memoryview, query: bytes | bytearray | memoryview, policy: Policy
+) -> Target: ...
