@@ -123,7 +123,7 @@ OK_CASES = [
     P("/echo/file;p=1", ["echo", "file;p=1"], [], id="';' is literal by default"),
     P("/files/units/kg%2Fs", ["files", "units", "kg/s"], [], id="/files/ keeps %2F"),
     P("/files/a%2fb", ["files", "a/b"], [], id="/files/ keeps %2f, lower case"),
-    P("/files/%2F%2Fetc", ["files", "//etc"], [], id="/files/ keeps %2F%2F as data"),
+    P("/files/a%2F", ["files", "a/"], [], id="/files/ keeps a trailing %2F"),
     P("/files/", ["files", ""], [], id="files, nothing after it"),
 ]
 
@@ -143,6 +143,10 @@ REJECTED_CASES = [
     P("/files/%C4rzteblatt", "invalid-utf8", id="/files/ is strict otherwise"),
     P("/files/a%5Cb", "encoded-backslash", id="/files/ keeps only the slash"),
     P("/files/%2e%2e/etc", "dot-segment", id="/files/ dot segment"),
+    # A kept %2F is data, but the parts it separates still obey the path rules.
+    P("/files/..%2F..%2Fetc%2Fpasswd", "dot-segment", id="/files/ ..%2F traversal"),
+    P("/files/%2Fetc%2Fpasswd", "empty-segment", id="/files/ leading %2F"),
+    P("/files/a%2F%2Fb", "empty-segment", id="/files/ doubled %2F"),
     P("/echo/a?q=%zz", "malformed-escape", id="malformed escape in the query"),
     P("/echo/a?q=%00", "forbidden-char", id="NUL in the query"),
     P("/echo/a//b", "empty-segment", id="empty segment"),
