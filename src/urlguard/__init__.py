@@ -27,6 +27,9 @@ from ._errors import RULES, InvalidTarget
 from ._policy import Policy
 from ._target import Target, parse_target
 
+#: The version of this release, the same as the distribution's metadata.
+__version__ = "0.1.0"
+
 __all__ = [
     "RULES",
     "Config",
