@@ -164,3 +164,33 @@ def test_readme_links_point_at_files_that_exist() -> None:
     local = [link for link in links if "://" not in link]
     assert "SECURITY.md" in local
     assert [link for link in local if not (ROOT / link).exists()] == []
+
+
+def prose_files() -> list[Path]:
+    """The pages a reader follows: the docs, and the Markdown files at the root."""
+    return sorted([*ROOT.glob("*.md"), *(ROOT / "docs").rglob("*.md")])
+
+
+#: A file of the repository named in backticks, and optionally a test in it.
+_NAMED_FILE = re.compile(
+    r"`((?:src|tests|example_apps|bench|fuzz|loadtest|docs)/[\w./-]+?\.(?:py|md|dict))"
+    r"(?:::(\w+))?`"
+)
+
+
+def test_files_and_tests_named_in_the_docs_exist() -> None:
+    named = [
+        (page, match[1], match[2])
+        for page in prose_files()
+        for match in _NAMED_FILE.finditer(page.read_text(encoding="utf-8"))
+    ]
+    assert len(named) > 20
+    missing = []
+    for page, file, test in named:
+        where = page.relative_to(ROOT)
+        path = ROOT / file
+        if not path.is_file():
+            missing.append(f"{where}: {file}")
+        elif test and not re.search(rf"^(?:async )?def {test}\(", path.read_text(), re.MULTILINE):
+            missing.append(f"{where}: {file}::{test}")
+    assert missing == [], "\n".join(missing)
