@@ -23,8 +23,8 @@ Then try (``--path-as-is``: without it curl resolves ``..`` and ``%2e`` itself):
     curl --path-as-is 'http://127.0.0.1:8000/files/units/kg%2Fs'
     {"query":[],"segments":["files","units","kg/s"]}
 
-    curl --path-as-is 'http://127.0.0.1:8000/files/.git%2Fconfig'
-    {"query":[],"segments":["files",".git/config"]}
+    curl --path-as-is 'http://127.0.0.1:8000/files/%2Fetc%2Fpasswd'
+    {"query":[],"segments":["files","/etc/passwd"]}
 
     curl --path-as-is 'http://127.0.0.1:8000/echo/units/kg%2Fs'
     400 Bad Request: encoded-slash: a path segment contains an encoded '/' (%2F)
@@ -49,8 +49,8 @@ Then try (``--path-as-is``: without it curl resolves ``..`` and ``%2e`` itself):
 
 (The 400 bodies are one line each, wrapped here; under ``flask run`` the port
 is 5000. Flask writes ``\\u00e9`` for ``é``: the same JSON string.) A kept
-``%2F`` is data inside one segment, as ``.git/config`` above shows: never join
-such a segment into a file system path (docs/security.md says why).
+``%2F`` is data inside one segment, as ``/etc/passwd`` above shows: never join
+such a segment into a file system path.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ on a tiny budget and prints its table. No timing is asserted: these runs are
 far too short to mean anything, and the machine is shared.
 
 The tests that compare instruction counts, or that run the end-to-end part
-under wrk for real, carry the ``bench`` marker: they are left out of the
-default run and run by ``tox -e bench`` (``pytest -m bench``).
+under wrk for real, carry the ``timing`` marker: they are left out of the
+default run and run by ``tox -e bench`` (``pytest -m timing``).
 
 Each part runs as ``python -m bench --quick --part PART`` from the project
 root, as a person would run it, so the suite is tested the way it is used
@@ -196,7 +196,7 @@ def test_instructions_without_valgrind_say_how_to_get_it() -> None:
     assert "apt-get install -y valgrind" in done.stdout
 
 
-@pytest.mark.bench
+@pytest.mark.timing
 def test_instructions_counts() -> None:
     require_tool("valgrind")
     done = run_bench("--quick", "--part", "instructions")
@@ -236,7 +236,7 @@ def test_e2e_without_wrk_says_how_to_get_it() -> None:
     assert "apt-get install -y wrk" in done.stdout
 
 
-@pytest.mark.bench
+@pytest.mark.timing
 @pytest.mark.servers
 def test_e2e_prints_every_server() -> None:
     require_tool("wrk")
