@@ -27,9 +27,6 @@ from ._errors import RULES, InvalidTarget
 from ._policy import Policy
 from ._target import Target, parse_target
 
-#: The version of this release, the same as the distribution's metadata.
-__version__ = "0.1.0"
-
 __all__ = [
     "RULES",
     "Config",
@@ -48,3 +45,7 @@ __all__ = [
     "parse_target",
     "pretty_uri",
 ]
+
+#: The version of this release, the same as the distribution's metadata
+#: (``tests/test_repository.py`` checks that they agree).
+__version__ = "0.1.0"
