@@ -1,4 +1,4 @@
-"""urlguard in front of a Flask application (the routes of DESIGN.md §6).
+"""urlguard in front of a Flask application.
 
 Every request target is checked, raw, by ``urlguard.wsgi.StrictURLMiddleware``
 with the default (strict) policy before Flask routes it; under ``/files/`` a

@@ -47,3 +47,7 @@ __all__ = [
     "parse_target",
     "pretty_uri",
 ]
+
+#: The version of this release, the same as the distribution's metadata
+#: (``tests/test_repository.py`` checks that they agree).
+__version__ = "0.1.0"
