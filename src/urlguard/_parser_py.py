@@ -277,7 +277,7 @@ def _decode(
     else:
         data = piece
     try:
-        text = data.decode("utf-8")  # strict: RFC 3629, no surrogates, nothing past U+10FFFF
+        text = data.decode()  # strict UTF-8: RFC 3629, no surrogates, nothing past U+10FFFF
     except UnicodeDecodeError as exc:
         at = offset + _raw_offset(piece, exc.start)
         raise InvalidTarget("invalid-utf8", component, index, at) from None
