@@ -75,3 +75,14 @@ def test_implementation_is_the_expected_one() -> None:
     if expected is None:
         pytest.skip("URLGUARD_EXPECT_IMPLEMENTATION is not set (CI and tox set it)")
     assert urlguard.IMPLEMENTATION == expected
+
+
+def test_public_parse_target_is_the_chosen_one() -> None:
+    import urlguard._parser as chosen
+
+    assert urlguard.parse_target is chosen.parse_target
+    expected = (
+        "urlguard._parser_c" if urlguard.IMPLEMENTATION == "compiled" else "urlguard._parser_py"
+    )
+    assert chosen.parse_target.__module__ == expected
+    assert chosen.parse_split_target.__module__ == expected

@@ -18,7 +18,7 @@ import os
 import sys
 from typing import Literal
 
-from ._target import parse_split_target, parse_target
+from ._parser_py import parse_split_target, parse_target
 
 __all__ = ["IMPLEMENTATION", "parse_split_target", "parse_target"]
 

@@ -1,41 +1,49 @@
-# cython: language_level=3, freethreading_compatible=False
+# cython: language_level=3
 """The compiled parser: ``parse_target`` and ``parse_split_target`` in C.
 
 Same contract as the reference (``urlguard._parser_py``), to the byte: the
 same verdict, rule, component, index and offset, and the same ``Target``, for
 every input under every ``Policy``. The rules are applied in the reference's
-order, in one pass over the raw bytes for the whole-target rules (too-long,
-fragment, form, raw-char, too-many) and one pass over each segment and query
-pair; nothing here is a second opinion, only the same reading done in C.
+order: one pass over the raw bytes for the rules about the whole target
+(too-long, fragment, form, raw-char, too-many), then one pass per segment
+and per query pair. A piece without escapes is never copied: its text is
+made from the raw bytes.
 
 A violation is written into an ``Err`` struct and the walk returns; the
 ``InvalidTarget`` is raised once, at the entry (raising through several
-Cython frames costs about as much as the whole parse of a plain target).
+Cython frames costs about as much as parsing a plain target).
 
 Memory safety: every walk below reads ``s[i]`` only behind an explicit
 ``i < end`` (or ``i + 2 < end`` for the two digits of an escape), where
-``end`` never exceeds the length of the bytes object; the comments at each
-walk say which bound holds. Decoded bytes go to a scratch buffer as long as
-the whole target (decoding never makes a piece longer). The tests in
-tests/test_parser_c.py put a piece and an escape at the very end of the
-buffer, and ``tox -e asan`` runs them under AddressSanitizer.
+``end`` never exceeds the length of the bytes object; the comment at each
+walk says which bound holds. Decoded bytes go to a scratch buffer as long
+as the whole target (decoding never makes a piece longer).
+tests/test_parser_c.py puts pieces, escapes and UTF-8 sequences at the very
+end of the buffer, and ``tox -e asan`` runs it under AddressSanitizer.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
-from cpython.ref cimport Py_INCREF
-from libc.string cimport memchr, memset
+from libc.string cimport memchr, memcpy
 
-from ._errors import InvalidTarget
-from ._policy import DEFAULT_POLICY
 from . import _grammar
-from . import _policy
-from . import _target
+from ._errors import InvalidTarget
+from ._policy import DEFAULT_POLICY, Policy
+from ._target import Target
 
 cdef extern from "Python.h":
     object PyUnicode_DecodeUTF8(const char *s, Py_ssize_t size, const char *errors)
-    object PyUnicode_DecodeASCII(const char *s, Py_ssize_t size, const char *errors)
+    object PyUnicode_DecodeLatin1(const char *s, Py_ssize_t size, const char *errors)
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
+    void* PyUnicode_DATA(object)
+    ctypedef struct PyMemberDef:
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+    PyObject* PyType_GenericAlloc(PyTypeObject*, Py_ssize_t) except NULL
 
 # --- rule codes, in the reference's spelling -------------------------------------
 
@@ -62,7 +70,7 @@ cdef struct Err:
     Py_ssize_t offset
 
 
-cdef inline int _fail(Err* err, int rule, int component, Py_ssize_t index, Py_ssize_t offset):
+cdef inline int _fail(Err* err, int rule, int component, Py_ssize_t index, Py_ssize_t offset) noexcept:
     err.rule = rule
     err.component = component
     err.index = index
@@ -70,9 +78,125 @@ cdef inline int _fail(Err* err, int rule, int component, Py_ssize_t index, Py_ss
     return -1
 
 
-cdef object _error(Err* err):
+# --- building Target and InvalidTarget ---------------------------------------------
+#
+# Both are plain classes with __slots__ whose __init__ only stores its
+# arguments; calling a Python __init__ costs more than the whole parse of a
+# plain target, so the slots are written directly, at the offsets their
+# member descriptors give. At import, an object built that way is compared
+# with one built by the constructor, slot by slot; if they ever differ (the
+# class changed), the constructor is called instead.
+
+cdef Py_ssize_t _member_offset(type cls, str name) except -1:
+    descriptor = cls.__dict__.get(name)
+    if type(descriptor).__name__ != "member_descriptor":
+        raise TypeError(f"{cls.__name__}.{name} is not a slot")
+    return (<PyMemberDescrObject*>descriptor).d_member.offset
+
+
+cdef inline void _store(object obj, Py_ssize_t offset, object value) noexcept:
+    # Only on a fresh object whose slots are NULL (tp_alloc zeroes them).
+    cdef PyObject** slot = <PyObject**>((<char*><PyObject*>obj) + offset)
+    Py_INCREF(value)
+    slot[0] = <PyObject*>value
+
+
+cdef Py_ssize_t _T_RAW, _T_SEGMENTS, _T_QUERY, _T_PARAMS, _T_AUTHORITY, _T_PLUS
+cdef Py_ssize_t _E_RULE, _E_COMPONENT, _E_INDEX, _E_OFFSET
+cdef bint _fast_target = False
+cdef bint _fast_error = False
+cdef object _BaseException_new = BaseException.__new__
+
+
+cdef object _new_target(bytes raw, segments, query, params, authority, bint plus):
+    if not _fast_target:
+        return Target(
+            raw, segments, query, params=params, authority=authority, plus_as_space=plus
+        )
+    obj = <object>PyType_GenericAlloc(<PyTypeObject*>Target, 0)
+    Py_XDECREF(<PyObject*>obj)  # PyType_GenericAlloc gave a new reference; <object> took one more
+    _store(obj, _T_RAW, raw)
+    _store(obj, _T_SEGMENTS, segments)
+    _store(obj, _T_QUERY, query)
+    _store(obj, _T_PARAMS, params)
+    _store(obj, _T_AUTHORITY, authority)
+    _store(obj, _T_PLUS, True if plus else False)
+    return obj
+
+
+cdef inline object _reject(Err* err, int rule, int component, Py_ssize_t index,
+                          Py_ssize_t offset):
+    _fail(err, rule, component, index, offset)
+    return None
+
+
+cdef object _new_error(Err* err):
+    rule = _RULES[err.rule]
+    component = _COMPONENTS[err.component]
     index = None if err.index < 0 else err.index
-    return InvalidTarget(_RULES[err.rule], _COMPONENTS[err.component], index, err.offset)
+    offset = err.offset
+    if not _fast_error:
+        return InvalidTarget(rule, component, index, offset)
+    # BaseException.__new__ keeps the arguments in .args, as __init__'s super() call does.
+    error = _BaseException_new(InvalidTarget, rule, component, index, offset)
+    _store(error, _E_RULE, rule)
+    _store(error, _E_COMPONENT, component)
+    _store(error, _E_INDEX, index)
+    _store(error, _E_OFFSET, offset)
+    return error
+
+
+def _check_direct_construction():
+    """Set up the direct construction of Target and InvalidTarget, and turn it
+    on only where it gives exactly what the constructor gives."""
+    global _T_RAW, _T_SEGMENTS, _T_QUERY, _T_PARAMS, _T_AUTHORITY, _T_PLUS
+    global _E_RULE, _E_COMPONENT, _E_INDEX, _E_OFFSET, _fast_target, _fast_error
+    target_slots = ("_raw", "_segments", "_query", "_params", "_authority", "_plus")
+    error_slots = ("rule", "component", "index", "offset")
+    _fast_target = _fast_error = False
+    try:
+        if set(Target.__slots__) != set(target_slots) or Target.__mro__ != (Target, object):
+            raise TypeError("Target's slots changed")
+        _T_RAW, _T_SEGMENTS, _T_QUERY, _T_PARAMS, _T_AUTHORITY, _T_PLUS = [
+            _member_offset(Target, name) for name in target_slots
+        ]
+        _fast_target = True
+        for args in ((b"/a?b", ("a",), (("b", ""),), None, None, True),
+                     (b"http://h/", ("",), (), ((),), "h", False)):
+            direct = _new_target(args[0], args[1], args[2], args[3], args[4], args[5])
+            built = Target(args[0], args[1], args[2], params=args[3], authority=args[4],
+                           plus_as_space=args[5])
+            for name in target_slots:
+                if getattr(direct, name) is not getattr(built, name):
+                    raise TypeError(f"Target.{name} differs")
+    except (TypeError, AttributeError):
+        _fast_target = False
+    try:
+        if set(InvalidTarget.__slots__) != set(error_slots):
+            raise TypeError("InvalidTarget's slots changed")
+        _E_RULE, _E_COMPONENT, _E_INDEX, _E_OFFSET = [
+            _member_offset(InvalidTarget, name) for name in error_slots
+        ]
+        _fast_error = True
+        cdef_err = [(R_DOT, C_PATH, 3, 17), (R_TOO_LONG, C_TARGET, -1, 8192)]
+        for rule, component, index, offset in cdef_err:
+            direct = _make_error(rule, component, index, offset)
+            built = InvalidTarget(_RULES[rule], _COMPONENTS[component],
+                                  None if index < 0 else index, offset)
+            if direct.args != built.args or str(direct) != str(built):
+                raise TypeError("InvalidTarget differs")
+            for name in error_slots:
+                if getattr(direct, name) != getattr(built, name):
+                    raise TypeError(f"InvalidTarget.{name} differs")
+    except (TypeError, AttributeError):
+        _fast_error = False
+    return _fast_target, _fast_error
+
+
+def _make_error(int rule, int component, Py_ssize_t index, Py_ssize_t offset):
+    cdef Err err
+    _fail(&err, rule, component, index, offset)
+    return _new_error(&err)
 
 
 # --- byte classes -----------------------------------------------------------------
@@ -82,26 +206,19 @@ cdef signed char _HEX[256]
 for _c in range(256):
     _HEX[_c] = int(chr(_c), 16) if _c in _grammar.HEXDIG else -1
 
-# RFC 3986 §3.2.2 reg-name = *( unreserved / pct-encoded / sub-delims )
+# RFC 3986 §3.2.2 reg-name = *( unreserved / pct-encoded / sub-delims ), '%' by shape.
 cdef unsigned char _REG_NAME[256]
-memset(_REG_NAME, 0, 256)
-for _c in _grammar.REG_NAME:
-    _REG_NAME[_c] = 1
 # IPvFuture = "v" 1*HEXDIG "." 1*( unreserved / sub-delims / ":" )
 cdef unsigned char _FUTURE[256]
-memset(_FUTURE, 0, 256)
-for _c in _grammar.REG_NAME | {ord(":")}:
-    _FUTURE[_c] = 1
 # The IPv6address of an IP-literal, by shape only: HEXDIG, ':' and '.' (IPv4 tail).
 cdef unsigned char _IPV6[256]
-memset(_IPV6, 0, 256)
-for _c in _grammar.HEXDIG | {ord(":"), ord(".")}:
-    _IPV6[_c] = 1
-# What a decoded host may not contain (RFC 3986 §3.2.2: they delimit the authority).
-cdef unsigned char _HOST_DELIMS[128]
-memset(_HOST_DELIMS, 0, 128)
-for _c in map(ord, "@?#[]%:"):
-    _HOST_DELIMS[_c] = 1
+# What a decoded host may not hold: they would change the authority's form.
+cdef unsigned char _HOST_DELIMS[256]
+for _c in range(256):
+    _REG_NAME[_c] = _c in _grammar.REG_NAME or _c == 0x25
+    _FUTURE[_c] = _c in _grammar.REG_NAME or _c == 0x3A
+    _IPV6[_c] = _c in _grammar.HEXDIG or _c in (0x3A, 0x2E)
+    _HOST_DELIMS[_c] = chr(_c) in "@:?#[]%"
 
 
 # --- per-policy tables ------------------------------------------------------------
@@ -112,6 +229,10 @@ cdef class _Tables:
     cdef object policy
     cdef unsigned char path_raw[256]
     cdef unsigned char query_raw[256]
+    # Allowed raw and no separator, escape or other byte that needs a look:
+    # the scan's inner loops skip these.
+    cdef unsigned char path_plain[256]
+    cdef unsigned char query_plain[256]
     # Decoded ASCII characters allowed (the forbidden-char rule), per component.
     cdef unsigned char path_ascii[128]
     cdef unsigned char query_ascii[128]
@@ -120,12 +241,12 @@ cdef class _Tables:
     cdef Py_ssize_t path_iv_n
     cdef unsigned int* query_iv
     cdef Py_ssize_t query_iv_n
-    # Every byte allowed raw in the component decodes to an allowed character.
+    # Every byte allowed raw decodes to an allowed character ('+' to space).
     cdef bint path_raw_clean
     cdef bint query_raw_clean
     cdef Py_ssize_t max_length, max_segments, max_params
     cdef bint reject_slash, reject_backslash, reject_dots, reject_empty, reject_double
-    cdef bint split, plus
+    cdef bint split, plus, kept_backslash_raw
 
     def __dealloc__(self):
         PyMem_Free(self.path_iv)
@@ -146,7 +267,8 @@ cdef unsigned int* _intervals(object pairs, Py_ssize_t* count) except NULL:
 
 
 cdef inline bint _in_intervals(const unsigned int* iv, Py_ssize_t n, unsigned int cp) noexcept:
-    # Binary search over n sorted, disjoint intervals: lo and hi stay in 0..n.
+    # Binary search over n sorted, disjoint intervals: lo and hi stay in 0..n,
+    # so iv[2 * mid + 1] is inside the 2 * n entries.
     cdef Py_ssize_t lo = 0, hi = n, mid
     while lo < hi:
         mid = (lo + hi) >> 1
@@ -163,26 +285,13 @@ cdef _Tables _build_tables(object policy):
     cdef _Tables t = _Tables.__new__(_Tables)
     cdef int c
     t.policy = policy
-    path_table = _policy_path_table(policy)
-    query_table = _policy_query_table(policy)
-    for c in range(256):
-        t.path_raw[c] = path_table[c] != 0
-        t.query_raw[c] = query_table[c] != 0
-    t.path_iv = _intervals(_policy_path_allowed(policy), &t.path_iv_n)
-    t.query_iv = _intervals(_policy_query_allowed(policy), &t.query_iv_n)
-    for c in range(128):
-        t.path_ascii[c] = _in_intervals(t.path_iv, t.path_iv_n, c)
-        t.query_ascii[c] = _in_intervals(t.query_iv, t.query_iv_n, c)
+    path_table = policy._raw_path_table
+    query_table = policy._raw_query_table
+    if len(path_table) != 256 or len(query_table) != 256:
+        raise ValueError("a Policy's raw tables hold 256 entries")
+    t.path_iv = _intervals(policy._path_allowed, &t.path_iv_n)
+    t.query_iv = _intervals(policy._query_allowed, &t.query_iv_n)
     t.plus = policy.plus_as_space
-    t.path_raw_clean = True
-    t.query_raw_clean = True
-    for c in range(128):
-        if t.path_raw[c] and c != 0x25 and not t.path_ascii[c]:
-            t.path_raw_clean = False
-        if t.query_raw[c] and c != 0x25 and not t.query_ascii[c]:
-            t.query_raw_clean = False
-    if t.plus and t.query_raw[0x2B] and not t.query_ascii[0x20]:
-        t.query_raw_clean = False
     t.max_length = policy.max_length
     t.max_segments = policy.max_segments
     t.max_params = policy.max_params
@@ -192,37 +301,26 @@ cdef _Tables _build_tables(object policy):
     t.reject_empty = policy.empty_segment == "reject"
     t.reject_double = policy.double_encoding == "reject"
     t.split = policy.path_params == "split"
+    for c in range(256):
+        t.path_raw[c] = path_table[c] != 0 and c != 0x3F and c != 0x23
+        t.query_raw[c] = query_table[c] != 0 and c != 0x23
+        t.path_plain[c] = t.path_raw[c] and c not in (0x2F, 0x25, 0x3B, 0x5C)
+        t.query_plain[c] = t.query_raw[c] and c not in (0x26, 0x25, 0x2B)
+    for c in range(128):
+        t.path_ascii[c] = _in_intervals(t.path_iv, t.path_iv_n, c)
+        t.query_ascii[c] = _in_intervals(t.query_iv, t.query_iv_n, c)
+    t.path_raw_clean = True
+    t.query_raw_clean = True
+    for c in range(128):
+        if t.path_raw[c] and c != 0x25 and not t.path_ascii[c]:
+            t.path_raw_clean = False
+        if t.query_raw[c] and c != 0x25 and not t.query_ascii[c]:
+            t.query_raw_clean = False
+    if t.plus and t.query_raw[0x2B] and not t.query_ascii[0x20]:
+        t.query_raw_clean = False
+    # A raw '\' is a kept separator too (encoded_backslash="keep" splits the text).
+    t.kept_backslash_raw = not t.reject_backslash and t.path_raw[0x5C]
     return t
-
-
-# The derived fields of a Policy (see its docstring), read once per policy.
-def _policy_path_table(policy):
-    table = getattr(policy, "_raw_path_table", None)
-    if table is None:  # a Policy from before the derived tables
-        table = bytes(c in policy._path_ok for c in range(256))
-    return table
-
-
-def _policy_query_table(policy):
-    table = getattr(policy, "_raw_query_table", None)
-    if table is None:
-        table = bytes(c in policy._query_ok for c in range(256))
-    return table
-
-
-def _policy_path_allowed(policy):
-    allowed = getattr(policy, "_path_allowed", None)
-    if allowed is None:
-        allowed = _policy._allowed_intervals(policy.allowed_ranges, policy.allow_chars)
-    return allowed
-
-
-def _policy_query_allowed(policy):
-    allowed = getattr(policy, "_query_allowed", None)
-    if allowed is None:
-        extra = policy.allow_chars + getattr(policy, "query_allow_chars", "")
-        allowed = _policy._allowed_intervals(policy.allowed_ranges, extra)
-    return allowed
 
 
 # The tables of the policy used last, and of every policy seen (by id, the
@@ -232,11 +330,16 @@ cdef _Tables _last_tables = None
 cdef dict _tables_by_id = {}
 
 
-cdef inline _Tables _tables_for(object policy):
+cdef _Tables _tables_for(object policy):
     global _last_tables
     cdef _Tables t = _last_tables
     if t is not None and t.policy is policy:
         return t
+    if policy is None:
+        return _tables_for(DEFAULT_POLICY)
+    if not isinstance(policy, Policy):
+        kind = type(policy).__name__
+        raise TypeError(f"parse_target(): policy must be a urlguard.Policy or None, not {kind}")
     t = _tables_by_id.get(id(policy))
     if t is None or t.policy is not policy:
         if len(_tables_by_id) >= 64:
@@ -245,6 +348,23 @@ cdef inline _Tables _tables_for(object policy):
         _tables_by_id[id(policy)] = t
     _last_tables = t
     return t
+
+
+# --- text ---------------------------------------------------------------------------
+
+cdef inline object _ascii(const unsigned char* d, Py_ssize_t n):
+    """Text of n ASCII bytes: one allocation and a copy (no decoder)."""
+    if n <= 1:
+        return PyUnicode_DecodeLatin1(<const char*>d, n, NULL)  # CPython's cached "" and 1-char strings
+    text = PyUnicode_New(n, 127)
+    memcpy(PyUnicode_DATA(text), d, n)
+    return text
+
+
+cdef inline object _text(const unsigned char* d, Py_ssize_t n, bint high):
+    if high:
+        return PyUnicode_DecodeUTF8(<const char*>d, n, NULL)  # checked strict UTF-8 already
+    return _ascii(d, n)
 
 
 # --- one piece: decode and check --------------------------------------------------
@@ -259,9 +379,9 @@ cdef struct Piece:
 
 
 cdef inline Py_ssize_t _raw_offset(const unsigned char* s, Py_ssize_t start, Py_ssize_t k) noexcept:
-    """Where decoded byte k of the piece starting at s[start] starts in the raw
-    bytes. Only called with k < the piece's decoded length, and each decoded
-    byte is one raw byte or one whole escape, so the walk stays in the piece."""
+    """Where decoded byte k of the piece starting at s[start] comes from. Only
+    called with k below the piece's decoded length: each decoded byte is one
+    raw byte or one whole escape, so the walk stays inside the piece."""
     cdef Py_ssize_t position = start
     while k > 0:
         position += 3 if s[position] == 0x25 else 1
@@ -297,7 +417,9 @@ cdef int _decode(
                 return _fail(err, R_MALFORMED, component, index, i)
             c = <unsigned char>((high << 4) | low)
             piece.escaped = True
-            if c == 0x2F:
+            if c >= 0x80:
+                piece.high = True
+            elif c == 0x2F:
                 if piece.first_slash < 0:
                     piece.first_slash = i
             elif c == 0x5C:
@@ -305,8 +427,6 @@ cdef int _decode(
                     piece.first_backslash = i
             elif c == 0x25:
                 piece.percent = True
-            elif c >= 0x80:
-                piece.high = True
             i += 3
         else:
             if c == 0x2B and plus:  # '+' is space before decoding (form semantics)
@@ -322,7 +442,7 @@ cdef inline Py_ssize_t _utf8_error(const unsigned char* d, Py_ssize_t n) noexcep
     """The index of the first byte of d[:n] that starts no valid UTF-8 sequence
     (RFC 3629 §4, as CPython's strict decoder reports it), or -1.
 
-    Each step reads d[i] .. d[i + len - 1] only after checking i + len <= n."""
+    Reads d[i + k] only after checking i + k < n."""
     cdef Py_ssize_t i = 0
     cdef unsigned char c, c1
     while i < n:
@@ -332,14 +452,14 @@ cdef inline Py_ssize_t _utf8_error(const unsigned char* d, Py_ssize_t n) noexcep
             continue
         if c < 0xC2 or c > 0xF4:
             return i
-        if c < 0xE0:
-            if i + 1 >= n or (d[i + 1] & 0xC0) != 0x80:
-                return i
-            i += 2
-            continue
         if i + 1 >= n:
             return i
         c1 = d[i + 1]
+        if c < 0xE0:
+            if (c1 & 0xC0) != 0x80:
+                return i
+            i += 2
+            continue
         if c < 0xF0:
             if (c == 0xE0 and c1 < 0xA0) or (c == 0xED and c1 > 0x9F) or (c1 & 0xC0) != 0x80:
                 return i
@@ -361,12 +481,12 @@ cdef inline Py_ssize_t _forbidden_at(
     const unsigned char* d, Py_ssize_t n, const unsigned char* ascii,
     const unsigned int* iv, Py_ssize_t iv_n,
 ) noexcept:
-    """The index of the first character of d[:n] (valid UTF-8) that is not
-    allowed, or -1. A lead byte says how many bytes follow, all within n."""
-    cdef Py_ssize_t i = 0
+    """The index of the first character of d[:n] that is not allowed, or -1.
+    d[:n] is valid UTF-8 (checked first), so a lead byte's continuation
+    bytes are all before n."""
+    cdef Py_ssize_t i = 0, step
     cdef unsigned char c
     cdef unsigned int cp
-    cdef Py_ssize_t step
     while i < n:
         c = d[i]
         if c < 0x80:
@@ -395,7 +515,7 @@ cdef int _check_text(
     bint raw_clean, const unsigned char* ascii, const unsigned int* iv, Py_ssize_t iv_n,
     int component, Py_ssize_t index, Err* err,
 ) noexcept:
-    """invalid-utf8, then forbidden-char, over a decoded piece."""
+    """invalid-utf8 (anywhere in the piece), then forbidden-char."""
     cdef Py_ssize_t bad
     if piece.high:
         bad = _utf8_error(d, piece.length)
@@ -423,12 +543,25 @@ cdef inline bint _is_dots(const unsigned char* d, Py_ssize_t n) noexcept:
     return (n == 1 and d[0] == 0x2E) or (n == 2 and d[0] == 0x2E and d[1] == 0x2E)
 
 
-cdef inline object _text(const unsigned char* d, Py_ssize_t n, bint high):
-    if n == 0:
-        return ""
-    if high:
-        return PyUnicode_DecodeUTF8(<const char*>d, n, NULL)
-    return PyUnicode_DecodeASCII(<const char*>d, n, NULL)
+cdef void _kept_parts(
+    _Tables t, const unsigned char* d, Py_ssize_t n, bint* dots, bint* empty,
+) noexcept:
+    """The parts of decoded text that kept separators split it into (a %2F
+    under encoded_slash="keep", a '\\' under encoded_backslash="keep"): is
+    one "." or "..", is one but the last empty? Reads d[i] for i < n only."""
+    cdef Py_ssize_t i = 0, part = 0
+    cdef unsigned char c
+    while i < n:
+        c = d[i]
+        if (c == 0x2F and not t.reject_slash) or (c == 0x5C and not t.reject_backslash):
+            if _is_dots(d + part, i - part):
+                dots[0] = True
+            if i == part:
+                empty[0] = True
+            part = i + 1
+        i += 1
+    if _is_dots(d + part, n - part):
+        dots[0] = True
 
 
 # --- the walk -----------------------------------------------------------------------
@@ -440,69 +573,33 @@ cdef struct Walk:
     Err err
 
 
-cdef int _kept_parts(
-    _Tables t, const unsigned char* d, Py_ssize_t n, bint* dots, bint* empty,
-) noexcept:
-    """The dot-segment and empty-segment readings of decoded text whose kept
-    separators (%2F under encoded_slash="keep", '\\' under
-    encoded_backslash="keep") split it into parts."""
-    cdef Py_ssize_t i = 0, part = 0
-    cdef unsigned char c
-    cdef bint sep
-    while i <= n:
-        if i == n:
-            sep = True
-        else:
-            c = d[i]
-            sep = (c == 0x2F and not t.reject_slash) or (c == 0x5C and not t.reject_backslash)
-        if sep:
-            if _is_dots(d + part, i - part):
-                dots[0] = True
-            if i - part == 0 and i < n:
-                empty[0] = True
-            part = i + 1
-        i += 1
-    return 0
-
-
-cdef object _segment(
-    Walk* w, _Tables t, Py_ssize_t a, Py_ssize_t b, Py_ssize_t index, bint last, list params_out,
-):
-    """Check segment index (raw bytes s[a:b]) and return its text, or None
-    with w.err set."""
+cdef object _segment(Walk* w, _Tables t, Py_ssize_t a, Py_ssize_t b, Py_ssize_t index,
+                     bint last, list params_out):
+    """Check segment ``index`` (raw bytes s[a:b], a <= b <= n, holding an
+    escape, a ';' or a '\\') and return its text, or None with w.err set."""
     cdef const unsigned char* s = w.s
     cdef unsigned char* d = w.scratch
     cdef Piece piece
-    cdef Py_ssize_t semi, p0, p1, eq
+    cdef Py_ssize_t semi, name_end, p0, p1, eq
     cdef bint dots = False, empty = False, double = False
-    cdef bint check_dots = t.reject_dots
-    if a == b:
-        if not last and t.reject_empty:
-            _fail(&w.err, R_EMPTY, C_PATH, index, a)
-            return None
-        if params_out is not None:
-            params_out.append(())
-        return ""
-    # The first raw ';' (s[a:b] is inside the buffer).
     semi = a
-    while semi < b and s[semi] != 0x3B:
+    while semi < b and s[semi] != 0x3B:  # the first raw ';' (semi stays <= b)
         semi += 1
     name_end = semi if t.split else b
     if _decode(s, a, name_end, False, d, &piece, C_PATH, index, &w.err) < 0:
         return None
-    if _piece_rules(s, a, d, &piece, t, C_PATH, index, &w.err) < 0:
+    if _piece_rules(s, a, d, &piece, t, index, &w.err) < 0:
         return None
-    if check_dots or t.reject_empty:
-        _kept_parts(t, d, piece.length, &dots, &empty)
+    _kept_parts(t, d, piece.length, &dots, &empty)
+    if not last and piece.length == 0:  # an empty name before ';' ("/;/admin")
+        empty = True
     if t.reject_double and piece.percent:
         double = _has_escape_text(d, piece.length)
     text = _text(d, piece.length, piece.high)
     if t.split:
-        if piece.length == 0 and not last:
-            empty = True
         pairs = []
         p0 = semi + 1
-        while p0 <= b:
+        while p0 <= b:  # each ';' piece s[p0:p1], p1 <= b
             p1 = p0
             while p1 < b and s[p1] != 0x3B:
                 p1 += 1
@@ -522,9 +619,10 @@ cdef object _segment(
                 pairs.append((key, value))
             p0 = p1 + 1
         params_out.append(tuple(pairs))
-    # "..;x" is ".." to servlet containers, which strip ";params" before
-    # resolving dot segments: the raw part before the first ';' counts too.
-    if check_dots and not dots and semi < b and semi - a <= 6:
+    if t.reject_dots and not dots and semi < b and semi - a <= 6:
+        # "..;x" is ".." to servlet containers, which strip path parameters
+        # before resolving dot segments (Tomcat's "..;/" behind a proxy).
+        # s[a:semi] passed the escape rule above (it is the name, or part of it).
         if _decode(s, a, semi, False, d, &piece, C_PATH, index, &w.err) == 0:
             dots = _is_dots(d, piece.length)
     if t.reject_dots and dots:
@@ -533,112 +631,121 @@ cdef object _segment(
     if t.reject_empty and empty:
         _fail(&w.err, R_EMPTY, C_PATH, index, a)
         return None
-    if t.reject_double and double:
+    if double:
         _fail(&w.err, R_DOUBLE, C_PATH, index, a)
         return None
     return text
 
 
-cdef object _checked_param(
-    Walk* w, _Tables t, Py_ssize_t a, Py_ssize_t b, Py_ssize_t index, bint* double,
-):
+cdef object _checked_param(Walk* w, _Tables t, Py_ssize_t a, Py_ssize_t b, Py_ssize_t index,
+                           bint* double):
     """A matrix parameter's key or value: the path piece rules; its text or None."""
     cdef Piece piece
     cdef unsigned char* d = w.scratch
     if _decode(w.s, a, b, False, d, &piece, C_PATH, index, &w.err) < 0:
         return None
-    if _piece_rules(w.s, a, d, &piece, t, C_PATH, index, &w.err) < 0:
+    if _piece_rules(w.s, a, d, &piece, t, index, &w.err) < 0:
         return None
     if t.reject_double and piece.percent and _has_escape_text(d, piece.length):
         double[0] = True
     return _text(d, piece.length, piece.high)
 
 
-cdef int _piece_rules(
-    const unsigned char* s, Py_ssize_t a, const unsigned char* d, Piece* piece, _Tables t,
-    int component, Py_ssize_t index, Err* err,
-) noexcept:
-    """encoded-slash, encoded-backslash, invalid-utf8, forbidden-char (path set)."""
+cdef int _piece_rules(const unsigned char* s, Py_ssize_t a, const unsigned char* d,
+                      Piece* piece, _Tables t, Py_ssize_t index, Err* err) noexcept:
+    """A path piece: encoded-slash, encoded-backslash, invalid-utf8, forbidden-char."""
     if piece.first_slash >= 0 and t.reject_slash:
-        return _fail(err, R_ENCODED_SLASH, component, index, piece.first_slash)
+        return _fail(err, R_ENCODED_SLASH, C_PATH, index, piece.first_slash)
     if piece.first_backslash >= 0 and t.reject_backslash:
-        return _fail(err, R_ENCODED_BACKSLASH, component, index, piece.first_backslash)
+        return _fail(err, R_ENCODED_BACKSLASH, C_PATH, index, piece.first_backslash)
     return _check_text(s, a, d, piece, t.path_raw_clean, t.path_ascii, t.path_iv, t.path_iv_n,
-                       component, index, err)
+                       C_PATH, index, err)
 
 
-cdef object _query_piece(Walk* w, _Tables t, Py_ssize_t a, Py_ssize_t b, Py_ssize_t index):
+cdef object _query_piece(Walk* w, _Tables t, Py_ssize_t a, Py_ssize_t b, Py_ssize_t index,
+                         bint plain):
+    """A query name or value s[a:b]: its text, or None with w.err set.
+    ``plain``: the query holds no escape and no '+' to turn into space."""
     cdef Piece piece
-    cdef unsigned char* d = w.scratch
-    if a == b:
-        return ""
-    if _decode(w.s, a, b, t.plus, d, &piece, C_QUERY, index, &w.err) < 0:
+    cdef Py_ssize_t bad
+    if plain:
+        if not t.query_raw_clean:
+            bad = _forbidden_at(w.s + a, b - a, t.query_ascii, t.query_iv, t.query_iv_n)
+            if bad >= 0:
+                _fail(&w.err, R_FORBIDDEN, C_QUERY, index, a + bad)
+                return None
+        return _ascii(w.s + a, b - a)
+    if _decode(w.s, a, b, t.plus, w.scratch, &piece, C_QUERY, index, &w.err) < 0:
         return None
-    if _check_text(w.s, a, d, &piece, t.query_raw_clean, t.query_ascii, t.query_iv,
-                   t.query_iv_n, C_QUERY, index, &w.err) < 0:
+    if _check_text(w.s, a, w.scratch, &piece, t.query_raw_clean, t.query_ascii,
+                   t.query_iv, t.query_iv_n, C_QUERY, index, &w.err) < 0:
         return None
-    return _text(d, piece.length, piece.high)
+    return _text(w.scratch, piece.length, piece.high)
 
 
 cdef object _authority(Walk* w, _Tables t, Py_ssize_t start, Py_ssize_t end):
-    """Check the authority s[start:end] of an absolute-form target (RFC 3986
-    §3.2.2-3.2.3, no userinfo: RFC 9110 §4.2.4); its decoded text, or None."""
+    """Check the authority s[start:end] (end <= n) of an absolute-form target:
+    RFC 3986 §3.2.2-3.2.3 without userinfo (RFC 9110 §4.2.4); a reg-name's
+    escapes as a path segment's, and always the encoded-slash rules. Its
+    text with escapes decoded, or None with w.err set."""
     cdef const unsigned char* s = w.s
-    cdef Py_ssize_t i = start, host_end, digits, k
-    cdef long port
+    cdef Py_ssize_t i = start, host_end, first, k
+    cdef long port = 0
     cdef Piece piece
     cdef unsigned char* d = w.scratch
-    if i >= end:
-        _fail(&w.err, R_BAD_FORM, C_TARGET, -1, 0)
-        return None
-    if s[i] == 0x5B:  # '[' IP-literal
+    cdef bint reg_name = False
+    if i < end and s[i] == 0x5B:  # '[' IP-literal
         i += 1
-        if i < end and (s[i] == 0x76 or s[i] == 0x56):  # IPvFuture
+        first = i
+        while i < end and _IPV6[s[i]]:
             i += 1
-            digits = i
-            while i < end and _HEX[s[i]] >= 0:
+        if i == first or i >= end or s[i] != 0x5D:
+            # Not an IPv6address: an IPvFuture, "v" 1*HEXDIG "." 1*(...)
+            i = first
+            if i < end and (s[i] == 0x76 or s[i] == 0x56):
                 i += 1
-            if i == digits or i >= end or s[i] != 0x2E:
+                first = i
+                while i < end and _HEX[s[i]] >= 0:
+                    i += 1
+                if i > first and i < end and s[i] == 0x2E:
+                    i += 1
+                    first = i
+                    while i < end and _FUTURE[s[i]]:
+                        i += 1
+                    if i == first:
+                        i = end + 1
+                else:
+                    i = end + 1
+            else:
+                i = end + 1
+            if i >= end or s[i] != 0x5D:
                 _fail(&w.err, R_BAD_FORM, C_TARGET, -1, 0)
                 return None
-            i += 1
-            digits = i
-            while i < end and _FUTURE[s[i]]:
-                i += 1
-        else:
-            digits = i
-            while i < end and _IPV6[s[i]]:
-                i += 1
-        if i == digits or i >= end or s[i] != 0x5D:
-            _fail(&w.err, R_BAD_FORM, C_TARGET, -1, 0)
-            return None
-        i += 1
-        host_end = i
-        reg_name = False
+        i += 1  # the ']'
     else:
-        while i < end and (_REG_NAME[s[i]] or s[i] == 0x25):
+        while i < end and _REG_NAME[s[i]]:
             i += 1
-        host_end = i
-        if host_end == start:
+        if i == start:
             _fail(&w.err, R_BAD_FORM, C_TARGET, -1, 0)
             return None
         reg_name = True
+    host_end = i
     if i < end:
-        if s[i] != 0x3A:  # ':'
+        # port = *DIGIT, here at most five and at most 65535 (16 bits).
+        if s[i] != 0x3A:
             _fail(&w.err, R_BAD_FORM, C_TARGET, -1, 0)
             return None
         i += 1
-        port = 0
-        digits = 0
-        while i < end and 0x30 <= s[i] <= 0x39 and digits < 6:
+        first = i
+        while i < end and 0x30 <= s[i] <= 0x39 and i - first < 6:
             port = port * 10 + (s[i] - 0x30)
-            digits += 1
             i += 1
-        if i < end or digits > 5 or port > 65535:
+        if i < end or i - first > 5 or port > 65535:
             _fail(&w.err, R_BAD_FORM, C_TARGET, -1, 0)
             return None
+    rest = (<bytes>s[host_end:end]).decode("ascii")
     if not reg_name:
-        return (<bytes>s[start:end]).decode("ascii")
+        return (<bytes>s[start:host_end]).decode("ascii") + rest
     if _decode(s, start, host_end, False, d, &piece, C_TARGET, -1, &w.err) < 0:
         return None
     if piece.first_slash >= 0:
@@ -651,13 +758,10 @@ cdef object _authority(Walk* w, _Tables t, Py_ssize_t start, Py_ssize_t end):
                    C_TARGET, -1, &w.err) < 0:
         return None
     for k in range(piece.length):
-        if d[k] < 0x80 and _HOST_DELIMS[d[k]]:
+        if _HOST_DELIMS[d[k]]:
             _fail(&w.err, R_BAD_FORM, C_TARGET, -1, _raw_offset(s, start, k))
             return None
-    host = _text(d, piece.length, piece.high)
-    if host_end < end:
-        return host + (<bytes>s[host_end:end]).decode("ascii")
-    return host
+    return _text(d, piece.length, piece.high) + rest
 
 
 cdef object _walk(Walk* w, _Tables t, bytes raw):
@@ -665,37 +769,32 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
     cdef const unsigned char* s = w.s
     cdef Py_ssize_t n = w.n
     cdef Py_ssize_t i, path_start, path_end, question, slashes, too_many_path = -1
-    cdef Py_ssize_t pairs_started, too_many_query = -1, a, b, index, segment_count
-    cdef bint in_pair
+    cdef Py_ssize_t pairs, too_many_query = -1, a, b, eq, index, piece_start
+    cdef bint path_special = False, query_plain = True
     cdef unsigned char c
     cdef const void* found
+    cdef tuple segments, query
     authority = None
 
     if n > t.max_length:
-        _fail(&w.err, R_TOO_LONG, C_TARGET, -1, t.max_length)
-        return None
-    found = memchr(s, 0x23, n)  # '#': the first of n bytes
+        return _reject(&w.err, R_TOO_LONG, C_TARGET, -1, t.max_length)
+    found = memchr(s, 0x23, n)  # RFC 9110 §7.1: a fragment is never sent
     if found != NULL:
-        _fail(&w.err, R_FRAGMENT, C_TARGET, -1, <const unsigned char*>found - s)
-        return None
+        return _reject(&w.err, R_FRAGMENT, C_TARGET, -1, <const unsigned char*>found - s)
 
     if n > 0 and s[0] == 0x2F:
         path_start = 0
     else:
-        # RFC 9112 §3.2.2 absolute-form for the schemes of RFC 9110 §4.2, in
-        # any case (RFC 3986 §3.1). Every index is checked against n first.
-        i = 4
+        # RFC 9112 §3.2.2 absolute-form, for the schemes of RFC 9110 §4.2, in
+        # any case (RFC 3986 §3.1). n >= 7 before s[0..4]; i + 3 <= n before s[i..i+2].
         if (n < 7 or (s[0] | 0x20) != 0x68 or (s[1] | 0x20) != 0x74
                 or (s[2] | 0x20) != 0x74 or (s[3] | 0x20) != 0x70):
-            _fail(&w.err, R_BAD_FORM, C_TARGET, -1, 0)
-            return None
-        if (s[4] | 0x20) == 0x73:
-            i = 5
+            return _reject(&w.err, R_BAD_FORM, C_TARGET, -1, 0)
+        i = 5 if (s[4] | 0x20) == 0x73 else 4
         if i + 3 > n or s[i] != 0x3A or s[i + 1] != 0x2F or s[i + 2] != 0x2F:
-            _fail(&w.err, R_BAD_FORM, C_TARGET, -1, 0)
-            return None
-        i += 3
-        a = i
+            return _reject(&w.err, R_BAD_FORM, C_TARGET, -1, 0)
+        a = i + 3
+        i = a
         while i < n and s[i] != 0x2F and s[i] != 0x3F:
             i += 1
         authority = _authority(w, t, a, i)
@@ -703,58 +802,68 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
             return None
         path_start = i
 
-    # raw-char in the path; count its segments ('/' each) on the way.
+    # raw-char in the path, counting '/' (one per segment) on the way. The
+    # inner loop skips ordinary bytes; i < n before every s[i].
     i = path_start
     slashes = 0
-    while i < n:  # i < n: inside the buffer
-        c = s[i]
-        if c == 0x3F:
+    while True:
+        while i < n and t.path_plain[s[i]]:
+            i += 1
+        if i >= n:
             break
-        if not t.path_raw[c]:
-            _fail(&w.err, R_RAW_CHAR, C_PATH, slashes - 1 if slashes else 0, i)
-            return None
+        c = s[i]
         if c == 0x2F:
             if slashes == t.max_segments:
                 too_many_path = i
             slashes += 1
+        elif c == 0x3F:
+            break
+        elif not t.path_raw[c]:
+            return _reject(&w.err, R_RAW_CHAR, C_PATH, slashes - 1 if slashes else 0, i)
+        else:  # '%', ';' or '\': the segment needs the careful look
+            path_special = True
         i += 1
     path_end = i
     question = i if i < n else -1
-    segment_count = slashes if path_end > path_start else 1  # empty path: "/"
 
-    # raw-char in the query; count its non-empty pairs.
-    pairs_started = 0
+    # raw-char in the query, counting its non-empty pairs.
+    pairs = 0
     if question >= 0:
-        in_pair = False
-        i = question + 1
-        while i < n:
-            c = s[i]
-            if c == 0x26:  # '&'
-                in_pair = False
-            else:
-                if not in_pair:
-                    in_pair = True
-                    if pairs_started == t.max_params:
-                        too_many_query = i
-                    pairs_started += 1
+        i = piece_start = question + 1
+        while True:
+            while i < n and t.query_plain[s[i]]:
+                i += 1
+            if i < n and s[i] != 0x26:
+                c = s[i]
                 if not t.query_raw[c]:
-                    _fail(&w.err, R_RAW_CHAR, C_QUERY, pairs_started - 1, i)
-                    return None
+                    return _reject(&w.err, R_RAW_CHAR, C_QUERY, pairs, i)
+                if c == 0x25 or (c == 0x2B and t.plus):
+                    query_plain = False
+                i += 1
+                continue
+            if i > piece_start:  # a pair ends at '&' or at the end
+                if pairs == t.max_params:
+                    too_many_query = piece_start
+                pairs += 1
+            if i >= n:
+                break
             i += 1
+            piece_start = i
 
-    if segment_count > t.max_segments:
-        _fail(&w.err, R_TOO_MANY, C_PATH, t.max_segments, too_many_path)
-        return None
-    if pairs_started > t.max_params:
-        _fail(&w.err, R_TOO_MANY, C_QUERY, t.max_params, too_many_query)
-        return None
+    if path_end == path_start:  # RFC 9112 §3.2.2: an empty path means "/"
+        slashes = 1
+    if slashes > t.max_segments:
+        return _reject(&w.err, R_TOO_MANY, C_PATH, t.max_segments, too_many_path)
+    if pairs > t.max_params:
+        return _reject(&w.err, R_TOO_MANY, C_QUERY, t.max_params, too_many_query)
 
-    # Segment by segment.
-    cdef tuple segments = PyTuple_New(segment_count)
+    # Segment by segment: s[a:b], a <= b <= path_end.
+    segments = PyTuple_New(slashes)
     params = [] if t.split else None
     if path_end == path_start:
-        Py_INCREF("")
-        PyTuple_SET_ITEM(segments, 0, "")
+        text = ""
+        Py_INCREF(text)
+        PyTuple_SET_ITEM(segments, 0, text)
         if t.split:
             params.append(())
     else:
@@ -764,9 +873,27 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
             b = a
             while b < path_end and s[b] != 0x2F:
                 b += 1
-            text = _segment(w, t, a, b, index, b == path_end, params)
-            if text is None:
-                return None
+            if a == b:
+                if b < path_end and t.reject_empty:
+                    return _reject(&w.err, R_EMPTY, C_PATH, index, a)
+                text = ""
+                if t.split:
+                    params.append(())
+            elif path_special:
+                text = _segment(w, t, a, b, index, b == path_end, params)
+                if text is None:
+                    return None
+            else:
+                # Raw bytes only, no escape, ';' or '\': characters, then dots.
+                if not t.path_raw_clean:
+                    eq = _forbidden_at(s + a, b - a, t.path_ascii, t.path_iv, t.path_iv_n)
+                    if eq >= 0:
+                        return _reject(&w.err, R_FORBIDDEN, C_PATH, index, a + eq)
+                if t.reject_dots and _is_dots(s + a, b - a):
+                    return _reject(&w.err, R_DOT, C_PATH, index, a)
+                text = _ascii(s + a, b - a)
+                if t.split:
+                    params.append(())
             Py_INCREF(text)
             PyTuple_SET_ITEM(segments, index, text)
             index += 1
@@ -774,33 +901,36 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
                 break
             a = b + 1
 
-    # Pair by pair.
-    cdef tuple query = PyTuple_New(pairs_started)
-    if pairs_started:
+    # Pair by pair: s[a:b], a <= b <= n; the name before the first '='.
+    query = PyTuple_New(pairs)
+    if pairs:
         index = 0
         a = question + 1
-        while a <= n:
+        while index < pairs and a <= n:
             b = a
             while b < n and s[b] != 0x26:
                 b += 1
             if b > a:
-                i = a
-                while i < b and s[i] != 0x3D:
-                    i += 1
-                name = _query_piece(w, t, a, i, index)
+                eq = a
+                while eq < b and s[eq] != 0x3D:
+                    eq += 1
+                name = _query_piece(w, t, a, eq, index, query_plain)
                 if name is None:
                     return None
-                value = _query_piece(w, t, i + 1, b, index) if i < b else ""
-                if value is None:
-                    return None
+                if eq < b:
+                    value = _query_piece(w, t, eq + 1, b, index, query_plain)
+                    if value is None:
+                        return None
+                else:
+                    value = ""
                 pair = (name, value)
                 Py_INCREF(pair)
                 PyTuple_SET_ITEM(query, index, pair)
                 index += 1
             a = b + 1
 
-    return _target._make_target(
-        raw, path_start, authority, segments, tuple(params) if t.split else None, query
+    return _new_target(
+        raw, segments, query, tuple(params) if t.split else None, authority, t.plus
     )
 
 
@@ -831,7 +961,7 @@ cdef object _parse(bytes raw, _Tables t):
         if w.scratch != stack:
             PyMem_Free(w.scratch)
     if result is None:
-        raise _error(&w.err)
+        raise _new_error(&w.err)
     return result
 
 
@@ -840,7 +970,7 @@ def parse_target(raw, policy=None):
 
     The compiled twin of ``urlguard._parser_py.parse_target``: same arguments,
     same result, same ``InvalidTarget``."""
-    cdef _Tables t = _tables_for(DEFAULT_POLICY if policy is None else policy)
+    cdef _Tables t = _tables_for(policy)
     if type(raw) is not bytes:
         raw = _as_bytes(raw)
     return _parse(<bytes>raw, t)
@@ -849,13 +979,16 @@ def parse_target(raw, policy=None):
 def parse_split_target(raw_path, query, policy):
     """``parse_target(raw_path + b"?" + query, policy)`` (of ``raw_path`` alone
     when ``query`` is empty), for servers that hand the two over apart (ASGI)."""
-    cdef _Tables t = _tables_for(policy)
     if type(raw_path) is not bytes:
         raw_path = _as_bytes(raw_path)
     if type(query) is not bytes:
         query = _as_bytes(query)
+    cdef _Tables t = _tables_for(policy)
     if PyBytes_GET_SIZE(query):
         raw = b"?".join((raw_path, query))
     else:
         raw = raw_path
     return _parse(<bytes>raw, t)
+
+
+_check_direct_construction()
