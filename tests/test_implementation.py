@@ -74,7 +74,7 @@ def test_implementation_is_the_expected_one() -> None:
     expected = os.environ.get("URLGUARD_EXPECT_IMPLEMENTATION")
     if expected is None:
         pytest.skip("URLGUARD_EXPECT_IMPLEMENTATION is not set (CI and tox set it)")
-    assert urlguard.IMPLEMENTATION == expected
+    assert expected == urlguard.IMPLEMENTATION
 
 
 def test_public_parse_target_is_the_chosen_one() -> None:

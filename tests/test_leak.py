@@ -1,0 +1,86 @@
+"""No leak in the compiled parser: memory stays flat over a million parses.
+
+The compiled module builds every result object itself (strings, tuples, the
+Target, the InvalidTarget) and owns a scratch buffer on the heap for long
+targets: a missing decref or free shows as memory that grows with the
+number of parses. A million parses of plain, encoded, long and hostile
+targets, under several policies and through both entries, must leave the
+process's resident memory and the number of objects the collector tracks
+where a first warm-up round left them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from conftest import implementation_module
+from urlguard import InvalidTarget, Policy
+
+TARGETS = [
+    b"/products/classic-red?color=beige&size=l&ref=home",
+    b"/wiki/Caf%C3%A9?q=caf%C3%A9+au+lait&lang=pt",
+    b"http://Example.com:8080/a/b?x=1",
+    b"/files/a%2Fb;p=1/c?d",
+    b"/" + b"a%C3%A9" * 200 + b"?q=" + b"%E4%B8%AD" * 100,  # past the stack buffer
+    b"/a%zz",
+    b"/search?q=%FF%FE",
+    b"/static//admin",
+    b"/users/42/docs/..%2f..%2fetc/passwd",
+    b"/a#frag",
+    b"/%E2%80%AE",
+    b"\x00\xff" * 40,
+    b"http://h%2Fx/",
+    b"/" + b"a/" * 200,
+    b"/a?" + b"x&" * 1200,
+]
+POLICIES = [
+    Policy(),
+    Policy.browser(),
+    Policy(encoded_slash="keep", path_params="split"),
+    Policy(allowed_ranges=[(0x20, 0x7E)]),
+]
+ROUNDS = 1_000_000 // (len(TARGETS) * len(POLICIES) * 2)
+WARM_UP = ROUNDS // 10
+
+
+def _rss_bytes() -> int:
+    """Resident memory now (not the peak): the second field of /proc/self/statm."""
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * 4096
+
+
+def _parse_all(parser: ModuleType, rounds: int) -> int:
+    parse: Callable[..., object] = parser.parse_target
+    split: Callable[..., object] = parser.parse_split_target
+    parsed = 0
+    for _ in range(rounds):
+        for policy in POLICIES:
+            for raw in TARGETS:
+                path, _, query = raw.partition(b"?")
+                with contextlib.suppress(InvalidTarget):
+                    parse(raw, policy)
+                with contextlib.suppress(InvalidTarget):
+                    split(path, query, policy)
+                parsed += 2
+    return parsed
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads RSS from /proc")
+def test_a_million_parses_leave_memory_flat() -> None:
+    compiled = implementation_module("compiled")
+    _parse_all(compiled, WARM_UP)
+    gc.collect()
+    rss_before, objects_before = _rss_bytes(), len(gc.get_objects())
+    parsed = _parse_all(compiled, ROUNDS)
+    gc.collect()
+    rss_after, objects_after = _rss_bytes(), len(gc.get_objects())
+    assert parsed >= 1_000_000 * 0.99
+    # A leak of one small object per parse would be tens of megabytes.
+    assert rss_after - rss_before < 4 * 1024 * 1024, (rss_before, rss_after)
+    assert objects_after - objects_before < 1000, (objects_before, objects_after)
