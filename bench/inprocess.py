@@ -30,6 +30,11 @@ still moves by up to two hundredths from run to run (seen: 1.194 and 1.174).
 ``stored`` (see ``bench.apps``) stores a ``Target`` parsed when the target was
 first seen: between it and ``guarded`` lies the guard's parsing and checking,
 between ``bare`` and it what any guard costs before it judges.
+
+``guarded`` runs the parser this process chose (``urlguard.IMPLEMENTATION``,
+the compiled one wherever it was built); ``guarded-py`` is the same guarded
+app with the middlewares' parser pointed at the pure-Python reference for
+its batches, so both are measured in the same rounds.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ from urllib.parse import unquote, unquote_to_bytes
 from wsgiref.types import WSGIApplication, WSGIEnvironment
 from wsgiref.util import FileWrapper
 
+import urlguard
+
 from .stats import Check, Goal, quiet_gc, ratios, rotated, summarize, table
 
 TARGETS: dict[str, bytes] = {
@@ -53,17 +60,45 @@ TARGETS: dict[str, bytes] = {
     "encoded": b"/wiki/Caf%C3%A9?q=caf%C3%A9+au+lait&lang=fr",
 }
 HOSTILE = b"/wiki/a%2Fb"
-LAYERS = ("bare", "noop", "stored", "guarded")
+LAYERS = ("bare", "noop", "stored", "guarded", "guarded-py")
 HELLO = b"Hello, world!"
 
+# The goals of the compiled parser's guard ("guarded"); the reference's
+# guard ("guarded-py") is shown beside it, without a goal of its own.
 GOALS = {
-    ("starlette", "plain"): Goal("in-process: Starlette plain, guarded/bare", 1.12, at_most=True),
+    ("starlette", "plain"): Goal("in-process: Starlette plain, guarded/bare", 1.08, at_most=True),
     ("starlette", "encoded"): Goal(
-        "in-process: Starlette encoded, guarded/bare", 1.20, at_most=True
+        "in-process: Starlette encoded, guarded/bare", 1.08, at_most=True
     ),
-    ("flask", "plain"): Goal("in-process: Flask plain, guarded/bare", 1.03, at_most=True),
-    ("flask", "encoded"): Goal("in-process: Flask encoded, guarded/bare", 1.03, at_most=True),
+    ("flask", "plain"): Goal("in-process: Flask plain, guarded/bare", 1.02, at_most=True),
+    ("flask", "encoded"): Goal("in-process: Flask encoded, guarded/bare", 1.02, at_most=True),
 }
+# Where the middlewares hold the parser they call.
+_PARSER_SITES = (
+    ("urlguard.asgi", "parse_split_target"),
+    ("urlguard.wsgi", "parse_target"),
+    ("urlguard._guard", "parse_target"),
+)
+
+
+@contextmanager
+def reference_parser() -> Iterator[None]:
+    """Point the middlewares at the pure-Python reference parser for a while."""
+    import importlib
+
+    from urlguard import _parser_py
+
+    saved = []
+    for module_name, name in _PARSER_SITES:
+        module = importlib.import_module(module_name)
+        saved.append((module, name, getattr(module, name)))
+        setattr(module, name, getattr(_parser_py, name))
+    try:
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -224,8 +259,13 @@ def quiet_logger() -> Iterator[None]:
 # --- the benchmark ----------------------------------------------------------------------
 
 
+def _app(layer: str) -> str:
+    """The app module attribute a layer runs."""
+    return "guarded" if layer == "guarded-py" else layer
+
+
 class Bench:
-    """One framework's four layers and how to run a batch of each."""
+    """One framework's layers and how to run a batch of each."""
 
     def __init__(self, framework: str, loop: asyncio.AbstractEventLoop) -> None:
         self.framework = framework
@@ -233,14 +273,17 @@ class Bench:
         if framework == "starlette":
             from .apps import starlette_hello as asgi_apps
 
-            self.asgi = {layer: getattr(asgi_apps, layer) for layer in LAYERS}
+            self.asgi = {layer: getattr(asgi_apps, _app(layer)) for layer in LAYERS}
         else:
             from .apps import flask_hello as wsgi_apps
 
-            self.wsgi = {layer: getattr(wsgi_apps, layer) for layer in LAYERS}
+            self.wsgi = {layer: getattr(wsgi_apps, _app(layer)) for layer in LAYERS}
 
     def once(self, layer: str, target: bytes) -> tuple[int, bytes, MutableMapping[str, Any]]:
         """One request, with its status, body and the scope/environ after it."""
+        if layer == "guarded-py":
+            with reference_parser():
+                return self.once("guarded", target)
         if self.framework == "starlette":
             return self.loop.run_until_complete(_asgi_once(self.asgi[layer], target))
         return _wsgi_once(self.wsgi[layer], target)
@@ -248,6 +291,9 @@ class Bench:
     def batch(self, layer: str, target: bytes, n: int) -> int:
         """Nanoseconds for ``n`` requests for ``target`` (the caller turns the
         collector off)."""
+        if layer == "guarded-py":
+            with reference_parser():
+                return self.batch("guarded", target, n)
         if self.framework == "starlette":
             timed = _asgi_timed(self.asgi[layer], uvicorn_scope(target), n)
             return self.loop.run_until_complete(timed)
@@ -268,10 +314,10 @@ class Bench:
                 status, body, scope = self.once(layer, target)
                 if status != 200 or body != HELLO:
                     raise RuntimeError(f"{self.framework} {layer} {name}: {status} {body[:60]!r}")
-                if (layer in ("stored", "guarded")) != ("urlguard.target" in scope):
+                if (layer in ("stored", "guarded", "guarded-py")) != ("urlguard.target" in scope):
                     raise RuntimeError(f"{self.framework} {layer}: urlguard.target not as expected")
             status, _, _ = self.once(layer, HOSTILE)
-            if (status == 400) != (layer == "guarded"):
+            if (status == 400) != (layer in ("guarded", "guarded-py")):
                 raise RuntimeError(f"{self.framework} {layer}: hostile target got {status}")
 
 
@@ -329,7 +375,8 @@ def _run(
                 if goal:
                     checks.append(Check(goal, r.median, f"IQR {r.iqr('.3f')}"))
     out(
-        f"In-process: µs per request, median of {rounds} interleaved rounds (IQR, min–max); "
+        f"In-process (guarded = the {urlguard.IMPLEMENTATION} parser, guarded-py = the "
+        f"reference): µs per request, median of {rounds} interleaved rounds (IQR, min–max); "
         "ratio = variant/bare within each round; ×bare of minima = fastest batch / fastest bare "
         "batch (the floor, least touched by a busy machine)"
     )
