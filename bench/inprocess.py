@@ -375,12 +375,12 @@ def _run(
                 if goal:
                     checks.append(Check(goal, r.median, f"IQR {r.iqr('.3f')}"))
     out(
-        f"In-process (guarded = the {urlguard.IMPLEMENTATION} parser, guarded-py = the "
-        f"reference): µs per request, median of {rounds} interleaved rounds (IQR, min–max); "
+        f"In-process: µs per request, median of {rounds} interleaved rounds (IQR, min–max); "
         "ratio = variant/bare within each round; ×bare of minima = fastest batch / fastest bare "
         "batch (the floor, least touched by a busy machine)"
     )
     out(", ".join(f"{n} {t}: {sizes[n, t]} requests per batch" for n, t in sizes))
+    out(f"guarded = the {urlguard.IMPLEMENTATION} parser, guarded-py = the pure-Python reference")
     headers = [
         "app", "target", "layer", "µs", "IQR", "min–max", "×bare", "×bare IQR",
         "×bare of minima", "goal",

@@ -265,13 +265,13 @@ def run(corpus: Corpus, rounds: int, out: Callable[[str], None] = print) -> list
                 checks.append(Check(goal, ratio, f"per-round IQR {r.iqr('.3f')}"))
     same, total = agreement(corpus.targets)
     out(
-        f"Micro (urlguard = the {urlguard.IMPLEMENTATION} parser, urlguard-py = the reference): "
-        f"ns per target over {rounds} interleaved rounds, timed in chunks of {CHUNK} "
+        f"Micro: ns per target over {rounds} interleaved rounds, timed in chunks of {CHUNK} "
         "targets. ns = per chunk the median over rounds, summed; IQR = the same with quartiles; "
         "min–max = whole passes. ×naive = ratio of those medians; its IQR is over rounds of "
         "the per-round ratio of whole passes; ×naive of minima = the same with each chunk's "
         "fastest time (the floor, least touched by a busy machine)."
     )
+    out(f"urlguard = the {urlguard.IMPLEMENTATION} parser, urlguard-py = the pure-Python reference")
     headers = ["subset", "parser", "ns", "IQR", "min–max", "×naive", "×naive IQR"]
     headers += ["×naive of minima", "raised", "goal"]
     out(table(headers, rows))

@@ -330,13 +330,16 @@ cdef _Tables _last_tables = None
 cdef dict _tables_by_id = {}
 
 
+cdef object _DEFAULT_POLICY = DEFAULT_POLICY
+
+
 cdef _Tables _tables_for(object policy):
     global _last_tables
     cdef _Tables t = _last_tables
+    if policy is None:
+        policy = _DEFAULT_POLICY
     if t is not None and t.policy is policy:
         return t
-    if policy is None:
-        return _tables_for(DEFAULT_POLICY)
     if not isinstance(policy, Policy):
         kind = type(policy).__name__
         raise TypeError(f"parse_target(): policy must be a urlguard.Policy or None, not {kind}")
