@@ -27,7 +27,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
-from libc.string cimport memchr, memcpy
+from libc.string cimport memchr, memcmp, memcpy, memset
 
 from . import _grammar
 from ._errors import InvalidTarget
@@ -35,10 +35,13 @@ from ._policy import DEFAULT_POLICY, Policy
 from ._target import Target
 
 cdef extern from "Python.h":
-    object PyUnicode_DecodeUTF8(const char *s, Py_ssize_t size, const char *errors)
     object PyUnicode_DecodeLatin1(const char *s, Py_ssize_t size, const char *errors)
     object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
     void* PyUnicode_DATA(object)
+    Py_ssize_t PyUnicode_GET_LENGTH(object)
+    int PyUnicode_KIND(object)
+    void PyUnicode_WRITE(int kind, void* data, Py_ssize_t index, Py_UCS4 value)
+    object PyBytes_FromStringAndSize(const char* s, Py_ssize_t size)
     ctypedef struct PyMemberDef:
         Py_ssize_t offset
     ctypedef struct PyMemberDescrObject:
@@ -355,18 +358,90 @@ cdef _Tables _tables_for(object policy):
 
 # --- text ---------------------------------------------------------------------------
 
+# Short ASCII texts recur from request to request (segment names, query
+# names, common values): the last one seen in each slot of a small table is
+# handed out again instead of a new string (str is immutable, so sharing is
+# safe; a hit saves an allocation and a deallocation). Direct-mapped by a
+# hash of the bytes; a slot holds one string, replaced on a miss.
+cdef enum:
+    _CACHE_SLOTS = 1024
+    _CACHE_MAX_LENGTH = 16
+cdef PyObject* _cache[_CACHE_SLOTS]
+memset(_cache, 0, sizeof(_cache))
+
+
 cdef inline object _ascii(const unsigned char* d, Py_ssize_t n):
-    """Text of n ASCII bytes: one allocation and a copy (no decoder)."""
+    """Text of n ASCII bytes: from the cache, or one allocation and a copy."""
+    cdef unsigned int h
+    cdef Py_ssize_t i
+    cdef PyObject* cached
     if n <= 1:
         return PyUnicode_DecodeLatin1(<const char*>d, n, NULL)  # CPython's cached "" and 1-char strings
+    if n <= _CACHE_MAX_LENGTH:
+        h = 2166136261u  # FNV-1a over the n bytes (n <= 16: all inside d[:n])
+        for i in range(n):
+            h = (h ^ d[i]) * 16777619u
+        h = (h ^ (h >> 15)) & (_CACHE_SLOTS - 1)
+        cached = _cache[h]
+        if (cached != NULL and PyUnicode_GET_LENGTH(<object>cached) == n
+                and memcmp(PyUnicode_DATA(<object>cached), d, n) == 0):
+            return <object>cached
+        text = PyUnicode_New(n, 127)
+        memcpy(PyUnicode_DATA(text), d, n)
+        Py_INCREF(text)
+        Py_XDECREF(cached)
+        _cache[h] = <PyObject*>text
+        return text
     text = PyUnicode_New(n, 127)
     memcpy(PyUnicode_DATA(text), d, n)
     return text
 
 
+cdef inline Py_UCS4 _code_point(const unsigned char* d, Py_ssize_t* i) noexcept:
+    """The character starting at d[i[0]] of valid UTF-8 (its continuation bytes
+    were checked to be there), advancing i past it."""
+    cdef unsigned char c = d[i[0]]
+    cdef Py_UCS4 cp
+    if c < 0x80:
+        i[0] += 1
+        return c
+    if c < 0xE0:
+        cp = ((c & 0x1F) << 6) | (d[i[0] + 1] & 0x3F)
+        i[0] += 2
+    elif c < 0xF0:
+        cp = ((c & 0x0F) << 12) | ((d[i[0] + 1] & 0x3F) << 6) | (d[i[0] + 2] & 0x3F)
+        i[0] += 3
+    else:
+        cp = (((c & 0x07) << 18) | ((d[i[0] + 1] & 0x3F) << 12)
+              | ((d[i[0] + 2] & 0x3F) << 6) | (d[i[0] + 3] & 0x3F))
+        i[0] += 4
+    return cp
+
+
+cdef object _utf8_text(const unsigned char* d, Py_ssize_t n):
+    """Text of n bytes of UTF-8 that _utf8_error found valid: counted, then
+    written straight into a string of the right width (CPython's decoder
+    would check it all again, through its slower general path)."""
+    cdef Py_ssize_t i = 0, count = 0, k = 0
+    cdef Py_UCS4 cp, widest = 0
+    while i < n:
+        cp = _code_point(d, &i)
+        if cp > widest:
+            widest = cp
+        count += 1
+    text = PyUnicode_New(count, widest)
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void* data = PyUnicode_DATA(text)
+    i = 0
+    while i < n:  # count characters, as counted above: k stays below count
+        PyUnicode_WRITE(kind, data, k, _code_point(d, &i))
+        k += 1
+    return text
+
+
 cdef inline object _text(const unsigned char* d, Py_ssize_t n, bint high):
     if high:
-        return PyUnicode_DecodeUTF8(<const char*>d, n, NULL)  # checked strict UTF-8 already
+        return _utf8_text(d, n)
     return _ascii(d, n)
 
 
@@ -987,10 +1062,17 @@ def parse_split_target(raw_path, query, policy):
     if type(query) is not bytes:
         query = _as_bytes(query)
     cdef _Tables t = _tables_for(policy)
-    if PyBytes_GET_SIZE(query):
-        raw = b"?".join((raw_path, query))
-    else:
-        raw = raw_path
+    cdef Py_ssize_t path_size = PyBytes_GET_SIZE(raw_path)
+    cdef Py_ssize_t query_size = PyBytes_GET_SIZE(query)
+    cdef char* joined
+    if not query_size:
+        return _parse(<bytes>raw_path, t)
+    # raw_path + b"?" + query, written into one new bytes object.
+    raw = PyBytes_FromStringAndSize(NULL, path_size + 1 + query_size)
+    joined = PyBytes_AS_STRING(raw)
+    memcpy(joined, PyBytes_AS_STRING(raw_path), path_size)
+    joined[path_size] = 0x3F
+    memcpy(joined + path_size + 1, PyBytes_AS_STRING(query), query_size)
     return _parse(<bytes>raw, t)
 
 
