@@ -48,6 +48,15 @@ cdef extern from "Python.h":
         PyMemberDef* d_member
     PyObject* PyType_GenericAlloc(PyTypeObject*, Py_ssize_t) except NULL
 
+cdef extern from *:
+    """
+    /* A type's tp_new, called directly (no method lookup, no argument parsing). */
+    static PyObject *urlguard_call_tp_new(PyObject *type, PyObject *args) {
+        return ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, args, NULL);
+    }
+    """
+    object _call_tp_new "urlguard_call_tp_new" (object type, object args)
+
 # --- rule codes, in the reference's spelling -------------------------------------
 
 cdef enum:
@@ -108,7 +117,6 @@ cdef Py_ssize_t _T_RAW, _T_SEGMENTS, _T_QUERY, _T_PARAMS, _T_AUTHORITY, _T_PLUS
 cdef Py_ssize_t _E_RULE, _E_COMPONENT, _E_INDEX, _E_OFFSET
 cdef bint _fast_target = False
 cdef bint _fast_error = False
-cdef object _BaseException_new = BaseException.__new__
 
 
 cdef object _new_target(bytes raw, segments, query, params, authority, bint plus):
@@ -140,8 +148,9 @@ cdef object _new_error(Err* err):
     offset = err.offset
     if not _fast_error:
         return InvalidTarget(rule, component, index, offset)
-    # BaseException.__new__ keeps the arguments in .args, as __init__'s super() call does.
-    error = _BaseException_new(InvalidTarget, rule, component, index, offset)
+    # BaseException's tp_new keeps the arguments in .args, as __init__'s super() call does.
+    args = (rule, component, index, offset)
+    error = _call_tp_new(InvalidTarget, args)
     _store(error, _E_RULE, rule)
     _store(error, _E_COMPONENT, component)
     _store(error, _E_INDEX, index)
@@ -1021,7 +1030,8 @@ cdef bytes _as_bytes(object raw):
     raise TypeError(f"parse_target() takes bytes or str, not {type(raw).__name__}")
 
 
-cdef object _parse(bytes raw, _Tables t):
+cdef object _parse(bytes raw, _Tables t, Err* err):
+    """The Target, or None with err set (raised by the caller: see the module docstring)."""
     cdef Walk w
     cdef unsigned char stack[512]
     w.s = <const unsigned char*>PyBytes_AS_STRING(raw)
@@ -1038,8 +1048,7 @@ cdef object _parse(bytes raw, _Tables t):
     finally:
         if w.scratch != stack:
             PyMem_Free(w.scratch)
-    if result is None:
-        raise _new_error(&w.err)
+    err[0] = w.err
     return result
 
 
@@ -1048,10 +1057,14 @@ def parse_target(raw, policy=None):
 
     The compiled twin of ``urlguard._parser_py.parse_target``: same arguments,
     same result, same ``InvalidTarget``."""
+    cdef Err err
     cdef _Tables t = _tables_for(policy)
     if type(raw) is not bytes:
         raw = _as_bytes(raw)
-    return _parse(<bytes>raw, t)
+    result = _parse(<bytes>raw, t, &err)
+    if result is None:
+        raise _new_error(&err)
+    return result
 
 
 def parse_split_target(raw_path, query, policy):
@@ -1065,15 +1078,22 @@ def parse_split_target(raw_path, query, policy):
     cdef Py_ssize_t path_size = PyBytes_GET_SIZE(raw_path)
     cdef Py_ssize_t query_size = PyBytes_GET_SIZE(query)
     cdef char* joined
+    cdef Err err
     if not query_size:
-        return _parse(<bytes>raw_path, t)
+        result = _parse(<bytes>raw_path, t, &err)
+        if result is None:
+            raise _new_error(&err)
+        return result
     # raw_path + b"?" + query, written into one new bytes object.
     raw = PyBytes_FromStringAndSize(NULL, path_size + 1 + query_size)
     joined = PyBytes_AS_STRING(raw)
     memcpy(joined, PyBytes_AS_STRING(raw_path), path_size)
     joined[path_size] = 0x3F
     memcpy(joined + path_size + 1, PyBytes_AS_STRING(query), query_size)
-    return _parse(<bytes>raw, t)
+    result = _parse(<bytes>raw, t, &err)
+    if result is None:
+        raise _new_error(&err)
+    return result
 
 
 _check_direct_construction()
