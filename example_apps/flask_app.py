@@ -39,8 +39,8 @@ Then try (``--path-as-is``: without it curl resolves ``..`` and ``%2e`` itself):
         (path segment 2, byte offset 8)
 
     curl --path-as-is 'http://127.0.0.1:8000/echo/a?q=%00'
-    400 Bad Request: forbidden-char: a decoded character is outside the allowed range
-        (query parameter 0, byte offset 10)
+    400 Bad Request: forbidden-char: a decoded character is a control character
+        (C0, DEL or C1) (query parameter 0, byte offset 10)
 
     curl --path-as-is -H 'Accept: application/json' 'http://127.0.0.1:8000/echo/a//b'
     {"type":"about:blank","title":"Bad Request","status":400,"detail":"empty-segment: the
