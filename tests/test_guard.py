@@ -61,7 +61,7 @@ def decide(
     guard: Guard[Carrier, App],
     raw: bytes | None,
     query: bytes | None = None,
-    mount: bytes = b"",
+    mount: bytes | None = None,
     carrier: Carrier | None = None,
 ) -> Target | Answer | App | None:
     return guard.decide(raw, query, mount, {} if carrier is None else carrier)
@@ -73,11 +73,12 @@ def decide(
 DECISIONS = [
     # raw target, query (None: the raw target is whole), mount point ->
     #   segments of the Target, None (pass untouched), or the status answered
-    P(b"/a/b?q=1", None, b"", ("a", "b"), id="whole target"),
-    P(b"/a/b", b"q=1", b"", ("a", "b"), id="path and query apart"),
-    P(b"/a%zz", None, b"", 400, id="rejected"),
-    P(b"/a", b"q=%C4", b"", 400, id="rejected in the query given apart"),
-    P(b"*", None, b"", 400, id="GET *"),
+    P(b"/a/b?q=1", None, None, ("a", "b"), id="whole target"),
+    P(b"/a/b", b"q=1", None, ("a", "b"), id="path and query apart"),
+    P(b"/a%zz", None, None, 400, id="rejected"),
+    P(b"/a", b"q=%C4", None, 400, id="rejected in the query given apart"),
+    P(b"*", None, None, 400, id="GET *"),
+    P(b"/mnt/a", None, b"", ("mnt", "a"), id="an empty mount point"),
     P(b"/mnt/a", None, b"/mnt", ("a",), id="below the mount point"),
     P(b"/mnt", None, b"/mnt", ("",), id="the mount point itself"),
     P(b"/my%20app/a%2Fb", None, b"/my app", 400, id="below the mount point, judged"),
@@ -86,7 +87,7 @@ DECISIONS = [
 
 @pytest.mark.parametrize(("raw", "query", "mount", "expected"), DECISIONS)
 def test_decide(
-    raw: bytes, query: bytes | None, mount: bytes, expected: tuple[str, ...] | int
+    raw: bytes, query: bytes | None, mount: bytes | None, expected: tuple[str, ...] | int
 ) -> None:
     guard, reader = make()
     decision = decide(guard, raw, query, mount)

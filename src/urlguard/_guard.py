@@ -139,6 +139,7 @@ class Guard(Generic[C, A]):
         "policy",
         "protocol",
         "report",
+        "routed",
         "routes",
         "table",
     )
@@ -183,6 +184,7 @@ class Guard(Generic[C, A]):
             default_mode = "enforce"
         self.table = RouteTable(self.policy, pairs, owner)
         self.routes = self.table.routes
+        self.routed = bool(self.routes)  # a bool: the quickest test on every request
 
         if mode is None:
             mode = default_mode
@@ -210,20 +212,20 @@ class Guard(Generic[C, A]):
     # -- the decision ---------------------------------------------------------
 
     def decide(
-        self, raw: bytes | None, query: bytes | None, mount: bytes, carrier: C
+        self, raw: bytes | None, query: bytes | None, mount: bytes | None, carrier: C
     ) -> Target | Answer | A | None:
         """What to do with one request (see the module documentation).
 
         ``raw`` is the raw target as the server gave it, or ``None`` when it
         gave none; with ``query`` ``None`` it is the whole target (WSGI), else
         the path, the query being ``query`` (ASGI: ``/a?`` and ``/a`` look
-        alike). ``mount`` is the decoded mount point, as bytes (``b""``: none).
+        alike). ``mount`` is the decoded mount point, as bytes, or ``None``.
         """
         if raw is None:
             return self._without_raw_target(mount, carrier)
-        if mount:
+        if mount is not None:
             raw = unmount(raw, mount)
-        policy = self.table.select(raw) if self.routes else self.policy
+        policy = self.table.select(raw) if self.routed else self.policy
         try:
             if query is None:
                 return parse_target(raw, policy)
@@ -247,12 +249,12 @@ class Guard(Generic[C, A]):
         content_type, body = rejection(exc, target, request.accept)
         return _answer(request, 400, content_type, body, f"invalid request target: {exc.rule}")
 
-    def _without_raw_target(self, mount: bytes, carrier: C) -> Target | Answer | A | None:
+    def _without_raw_target(self, mount: bytes | None, carrier: C) -> Target | Answer | A | None:
         request = self._read(carrier)
         target = b""
         if request.path is not None:
             target = rebuild_target(request.path, request.query or None)
-            if mount:
+            if mount is not None:
                 target = unmount(target, mount)
         if request.path is not None and self.missing_raw_target == "validate-decoded":
             try:
@@ -440,7 +442,6 @@ class GuardedMiddleware(Generic[A, C]):
             missing_raw_target=missing_raw_target,
             log_level=log_level,
         )
-        self._decide = self._guard.decide
 
     @property
     def mode(self) -> str:

@@ -121,13 +121,12 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
         if kind != "http" and kind != "websocket":
             await self.app(scope, receive, send)
             return
-        root = scope.get("root_path")
-        decision = self._decide(
-            scope.get("raw_path"),
-            scope.get("query_string") or b"",
-            root.encode("utf-8", "surrogatepass") if root else b"",
-            scope,
-        )
+        try:  # subscripts cost less than .get(), on the path every request takes
+            raw, query, root = scope["raw_path"], scope["query_string"], scope["root_path"]
+        except KeyError:  # all three are optional in the ASGI spec
+            raw, query, root = (scope.get(key) for key in ("raw_path", "query_string", "root_path"))
+        mount = root.encode("utf-8", "surrogatepass") if root else None
+        decision = self._guard.decide(raw, query or b"", mount, scope)
         if isinstance(decision, Target):
             scope[TARGET_KEY] = decision
         elif isinstance(decision, Answer):

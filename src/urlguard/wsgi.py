@@ -102,7 +102,7 @@ class StrictURLMiddleware(GuardedMiddleware[WSGIApplication, WSGIEnvironment]):
         else:
             target = _raw_bytes(raw, environ)
         script = environ.get("SCRIPT_NAME")
-        decision = self._decide(target, None, _latin1(script) if script else b"", environ)
+        decision = self._guard.decide(target, None, _latin1(script) if script else None, environ)
         if isinstance(decision, Target):
             environ[TARGET_KEY] = decision
         elif isinstance(decision, Answer):
