@@ -143,6 +143,10 @@ REJECTED_CASES = [
     P("/files/%C4rzteblatt", "invalid-utf8", id="/files/ is strict otherwise"),
     P("/files/a%5Cb", "encoded-backslash", id="/files/ keeps only the slash"),
     P("/files/%2e%2e/etc", "dot-segment", id="/files/ dot segment"),
+    # A kept %2F is data, but the parts it separates still obey the path rules.
+    P("/files/..%2F..%2Fetc%2Fpasswd", "dot-segment", id="/files/ ..%2F traversal"),
+    P("/files/%2Fetc%2Fpasswd", "empty-segment", id="/files/ leading %2F"),
+    P("/files/a%2F%2Fb", "empty-segment", id="/files/ doubled %2F"),
     P("/echo/a?q=%zz", "malformed-escape", id="malformed escape in the query"),
     P("/echo/a?q=%00", "forbidden-char", id="NUL in the query"),
     P("/echo/a//b", "empty-segment", id="empty segment"),

@@ -24,10 +24,12 @@ from ._encode import (
     pretty_uri,
 )
 from ._errors import RULES, InvalidTarget
+from ._parser import IMPLEMENTATION, parse_target
 from ._policy import Policy
-from ._target import Target, parse_target
+from ._target import Target
 
 __all__ = [
+    "IMPLEMENTATION",
     "RULES",
     "Config",
     "InvalidTarget",
