@@ -44,9 +44,10 @@ from urllib.parse import quote_from_bytes
 from . import _grammar as g
 from ._config import MODES, Config, Mode, check_prefix, load_config, route_policy
 from ._errors import InvalidTarget
+from ._parser import parse_split_target, parse_target
 from ._policy import DEFAULT_POLICY, Policy
 from ._routes import Route, RouteTable, is_server_wide_options, percent_decode, unmount
-from ._target import Target, parse_split_target, parse_target
+from ._target import Target
 
 __all__ = [
     "LOGGER",
