@@ -899,6 +899,8 @@ def test_no_raw_target_refused_with_501(
 NO_RAW_HOSTILE = [
     # id, target, then the status from wsgiref, hypercorn (WSGI) and granian (WSGI)
     ("raw 0x01", b"/a\x01b", 501, 400, 400),  # hypercorn and granian refuse control bytes
+    ("raw NUL", b"/a\x00b", 501, 400, 400),
+    ("raw DEL", b"/a\x7fb", 501, 400, 400),
     ("raw UTF-8", b"/caf\xc3\xa9", 501, 400, 501),  # hypercorn refuses raw UTF-8
     ("raw space", b"/a b", 400, 400, 400),  # every server refuses a space
     ("9000 bytes", b"/" + b"a" * 9000, 501, 501, 501),  # only gunicorn limits the length
