@@ -58,8 +58,12 @@ __all__ = [
     "GuardedMiddleware",
     "MissingRawTarget",
     "Request",
+    "describe",
     "escape",
+    "forbidden_class",
     "rebuild_target",
+    "refusal",
+    "rejection",
     "wants_json",
 ]
 
@@ -486,24 +490,11 @@ def _answer(
 
 
 def rejection(exc: InvalidTarget, target: bytes, accept: str | None) -> tuple[str, bytes]:
-    """Content type and body of the 400: names the rule, never the input."""
-    detail = describe(exc, target)
-    if accept is not None and wants_json(accept):
-        problem = {
-            # RFC 9457 §4.2.1: "about:blank" means the status says it all;
-            # the rule code is an extension member (§3.2).
-            "type": "about:blank",
-            "title": "Bad Request",
-            "status": 400,
-            "detail": detail,
-            "rule": exc.rule,
-            "component": exc.component,
-            "index": exc.index,
-            "offset": exc.offset,
-        }
-        body = json.dumps(problem, separators=(",", ":")).encode("ascii")
-        return "application/problem+json", body
-    return "text/plain; charset=utf-8", f"400 Bad Request: {detail}\n".encode("ascii")
+    """Content type and body of the 400: names the rule, never the input.
+    In a problem (RFC 9457 §3.2), the rule and where it broke are extension
+    members."""
+    where = {"component": exc.component, "index": exc.index, "offset": exc.offset}
+    return _body(accept, 400, describe(exc, target), {"rule": exc.rule, **where})
 
 
 def refusal(accept: str | None, missing: str) -> tuple[str, bytes]:
@@ -520,16 +511,21 @@ def refusal(accept: str | None, missing: str) -> tuple[str, bytes]:
         f"the server does not provide the raw request target ({missing}); "
         "urlguard refuses to guess it from decoded values"
     )
+    return _body(accept, 501, detail, {"code": "no-raw-target"})
+
+
+def _body(
+    accept: str | None, status: int, detail: str, members: dict[str, object]
+) -> tuple[str, bytes]:
+    """RFC 9457 ``application/problem+json`` when the client asks for JSON,
+    else one line of text: ``400 Bad Request: <detail>``."""
+    title = HTTPStatus(status).phrase
     if accept is not None and wants_json(accept):
-        problem = {
-            "type": "about:blank",
-            "title": "Not Implemented",
-            "status": 501,
-            "detail": detail,
-            "code": "no-raw-target",
-        }
-        return "application/problem+json", json.dumps(problem).encode("ascii")
-    return "text/plain; charset=utf-8", f"501 Not Implemented: {detail}\n".encode("ascii")
+        # §4.2.1: "about:blank" means the status says it all.
+        problem = {"type": "about:blank", "title": title, "status": status, "detail": detail}
+        body = json.dumps({**problem, **members}, separators=(",", ":")).encode("ascii")
+        return "application/problem+json", body
+    return "text/plain; charset=utf-8", f"{status} {title}: {detail}\n".encode("ascii")
 
 
 # -- what kind of forbidden character -------------------------------------------

@@ -45,7 +45,7 @@ What the ASGI servers put in the scope (measured; see docs/servers.md):
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any, Final
 
 from ._errors import InvalidTarget
@@ -79,7 +79,7 @@ def _read(scope: Scope) -> Request:
     method = scope.get("method")
     client = scope.get("client")
     asgi = scope.get("asgi")
-    version = asgi if isinstance(asgi, dict) else {}
+    version = asgi if isinstance(asgi, Mapping) else {}
     path = scope.get("path")
     return Request(
         method=method if isinstance(method, str) else str(scope["type"]),
