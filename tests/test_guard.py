@@ -17,17 +17,21 @@ turn). The query is exact as received, so a U+FFFD escaped in it is the client's
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
-from collections.abc import Callable
-from typing import Any, NamedTuple
+import os
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple, get_type_hints
 
 import pytest
 
-from urlguard import InvalidTarget, Policy, Target, parse_target
+from urlguard import Config, InvalidTarget, Policy, Target, asgi, parse_target, wsgi
 from urlguard._guard import (
     Answer,
     Guard,
+    GuardedMiddleware,
+    MissingRawTarget,
     Request,
     describe,
     forbidden_class,
@@ -65,6 +69,37 @@ def decide(
     carrier: Carrier | None = None,
 ) -> Target | Answer | App | None:
     return guard.decide(raw, query, mount, {} if carrier is None else carrier)
+
+
+# --- the options, declared once for both middlewares ----------------------------------------
+
+OPTIONS = {
+    "policy": Policy | None,
+    "routes": Mapping[str, Policy | Mapping[str, Any]] | None,
+    "config": Config | str | os.PathLike[str] | None,
+    "mode": str | None,
+    "missing_raw_target": MissingRawTarget,
+    "log_level": int,
+}
+
+
+@pytest.mark.parametrize(
+    "middleware",
+    [P(asgi.StrictURLMiddleware, id="ASGI"), P(wsgi.StrictURLMiddleware, id="WSGI")],
+)
+def test_options_are_typed_keywords(middleware: type[GuardedMiddleware[Any, Any]]) -> None:
+    # What an editor shows for StrictURLMiddleware(...): app first, then the
+    # options as keywords with their types and defaults.
+    parameters = list(inspect.signature(middleware).parameters.values())
+    assert [p.name for p in parameters] == [
+        "app", "policy", "routes", "config", "mode", "on_reject", "on_violation",
+        "missing_raw_target", "log_level",
+    ]  # fmt: skip
+    assert parameters[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    assert {p.kind for p in parameters[1:]} == {inspect.Parameter.KEYWORD_ONLY}
+    assert [p.default for p in parameters[1:]] == [None] * 6 + ["refuse", logging.WARNING]
+    hints = get_type_hints(middleware.__init__)
+    assert {name: hints[name] for name in OPTIONS} == OPTIONS
 
 
 # --- pass with a target, pass untouched, or answer --------------------------------------------
