@@ -94,12 +94,13 @@ class StrictURLMiddleware(GuardedMiddleware[WSGIApplication, WSGIEnvironment]):
     read = staticmethod(_read)
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        app = self.app  # an attribute load: quicker than calling self.app in 3.11
         raw = environ.get("RAW_URI")
         if raw is None:
             raw = environ.get("REQUEST_URI")
-        if type(raw) is str and raw.isascii():
-            target: bytes | None = raw.encode()  # ASCII: no codec lookup, the same bytes
-        else:
+        try:
+            target: bytes | None = raw.encode("ascii")  # the common case, in one call
+        except (AttributeError, UnicodeEncodeError):  # None, bytes, or not ASCII
             target = _raw_bytes(raw, environ)
         script = environ.get("SCRIPT_NAME")
         decision = self._guard.decide(target, None, _latin1(script) if script else None, environ)
@@ -109,8 +110,8 @@ class StrictURLMiddleware(GuardedMiddleware[WSGIApplication, WSGIEnvironment]):
             start_response(decision.status_line, list(decision.headers))
             return [decision.body]
         elif decision is not None:
-            return decision(environ, start_response)  # what on_reject returned
-        return self.app(environ, start_response)
+            app = decision  # what on_reject returned answers instead
+        return app(environ, start_response)
 
 
 def _raw_bytes(raw: object, environ: WSGIEnvironment) -> bytes | None:
