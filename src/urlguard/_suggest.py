@@ -380,6 +380,8 @@ def _raw_char_cause(piece: bytes, error: InvalidTarget, policy: Policy) -> _Caus
     allowed = (g.PATH_RAW if in_path else g.QUERY_RAW) | frozenset(
         (policy.raw_path_extra if in_path else policy.raw_query_extra).encode("ascii")
     )
+    if in_path and policy.path_params == "reject":
+        allowed -= {g.SEMICOLON}
     key = "raw_path_extra" if in_path else "raw_query_extra"
     atoms: dict[Atom, int] = {}
     for byte in set(piece) - allowed:
@@ -731,9 +733,14 @@ def _prune(draft: _Draft, current: _Draft, admitted: list[_Item]) -> None:
         before = current.select(prefix)
         changes = {}
         for key in Policy.FIELDS:
-            if not _same(key, getattr(route, key), getattr(before, key)) and (
-                (prefix, key) not in credits
+            value = getattr(route, key)
+            written = not _same(key, value, getattr(draft.base, key))
+            if (
+                written
+                and (prefix, key) not in credits
+                and not _same(key, value, getattr(before, key))
             ):
+                # No target under this route needs what it writes here.
                 changes[key] = getattr(before, key)
         if changes:
             draft.routes[prefix] = route.replace(**changes)
@@ -887,6 +894,11 @@ def _result(
     if mode != "enforce":
         mapping["mode"] = mode
     mapping.update(_differences(draft.base, _preset_policy(draft.base)))
+    # A relaxation back to the preset's value is written all the same, so
+    # that every suggested change is a line with its evidence.
+    for scope, key in credits:
+        if scope is None and key in Policy.FIELDS and key not in mapping:
+            mapping[key] = getattr(draft.base, key)
     routes = {p: _differences(draft.routes[p], draft.base) for p in sorted(draft.routes)}
     if routes:
         mapping["routes"] = routes
