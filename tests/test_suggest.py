@@ -381,7 +381,7 @@ def test_engine(
     result = suggested(requests, policy)
     assert result.mapping == {"preset": "strict", **mapping}
     assert stopped_rules(result) == stopped
-    assert result.complete is not stopped
+    assert result.complete is (not stopped)
     table = read_back(result.text)
     loosest = RouteTable(loosest_from(policy or Policy()), [])
     for target, status, _ in requests:
