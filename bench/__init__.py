@@ -1,4 +1,4 @@
-"""urlguard's benchmark suite (issue 7): ``python -m bench`` from the project root.
+"""urlguard's benchmark suite: ``python -m bench`` from the project root.
 
 Parts: ``corpus`` (the fixed 2000-target corpus), ``micro`` (parse_target
 against naive decoding, werkzeug, yarl and ada-url), ``inprocess``

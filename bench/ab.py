@@ -14,8 +14,8 @@ read ``.segments`` and ``.query``, as the micro part does.
 
 It prints, per subset, the median over chunks and rounds of the paired
 ratio B/A with its interquartile range, and the ratio of the summed fastest
-times per chunk. A tool for tuning, not one of issue 7's goals; run it from
-the project root.
+times per chunk. A tool for tuning, not one of the speed goals of
+docs/speed.md; run it from the project root.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The benchmark corpus: 2000 realistic request targets, built from a seed.
 
 Deterministic and self-contained (no network, no files): the same seed gives
-the same bytes on every machine, so runs compare. The mix is the one issue 7
-names:
+the same bytes on every machine, so runs compare. The mix is the one the
+speed goals of docs/speed.md are stated for:
 
 * 80 % ``plain``: ASCII paths and typical query strings, no ``%`` and no ``+``
   (REST ids, static assets with hashes, slugs, search and tracking parameters);
@@ -143,7 +143,7 @@ def _encoded(rng: random.Random) -> str:
     return f"/shop/{title}/{slug}?q={quote_plus(rng.choice(_PHRASES))}"
 
 
-# Each breaks a different rule of the strict default policy (DESIGN.md §2);
+# Each breaks a different rule of the strict default policy (docs/rules.md);
 # "{p}" is a plain prefix, so the hostile part is not always at the start.
 _HOSTILE: Final[tuple[bytes, ...]] = (
     b"{p}/a%zz",  # malformed-escape

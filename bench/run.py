@@ -1,4 +1,4 @@
-"""Run urlguard's benchmark suite (issue 7) and print every table in one go.
+"""Run urlguard's benchmark suite and print every table in one go.
 
     python -m bench                      # everything: corpus, micro, inprocess, e2e, audit
     python -m bench --part micro --part inprocess --rounds 100
@@ -45,9 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench", description="urlguard's benchmarks (issue 7)."
-    )
+    parser = argparse.ArgumentParser(prog="python -m bench", description="urlguard's benchmarks.")
     parser.add_argument(
         "--part", action="append", choices=PARTS, dest="parts",
         help=f"a part to run (repeatable); default: {' '.join(DEFAULT_PARTS)}",
@@ -208,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
     if checks:
         print()
-        print("Goals of issue 7")
+        print("Speed goals (docs/speed.md)")
         print(checks_table(checks))
     print()
     print(f"load     {_load()} (1, 5, 15 min) after; {time.monotonic() - started:.0f} s")

@@ -59,7 +59,7 @@ def ratios(numerators: Sequence[float], denominators: Sequence[float]) -> list[f
 
 @dataclass(frozen=True)
 class Goal:
-    """A target of issue 7: a value must be at most (or at least) ``limit``."""
+    """A speed goal (docs/speed.md): a value must be at most (or at least) ``limit``."""
 
     name: str
     limit: float
@@ -114,7 +114,7 @@ def checks_table(checks: Sequence[Check]) -> str:
          c.goal.text(), c.goal.verdict(c.value), c.detail]
         for c in checks
     ]  # fmt: skip
-    return table(["goal (issue 7)", "measured", "target", "verdict", "spread"], rows)
+    return table(["goal", "measured", "target", "verdict", "spread"], rows)
 
 
 @contextmanager

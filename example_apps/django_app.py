@@ -1,4 +1,4 @@
-"""urlguard in front of a Django project in one file (the routes of DESIGN.md §6).
+"""urlguard in front of a Django project in one file.
 
 urlguard wraps Django's WSGI handler, not a Django middleware: the raw target
 is only in the WSGI environ, before Django builds its request (and re-encodes

@@ -1,4 +1,4 @@
-"""urlguard in front of a FastAPI application (the routes of DESIGN.md §6).
+"""urlguard in front of a FastAPI application.
 
 Every request target is checked, raw, by ``urlguard.asgi.StrictURLMiddleware``
 with the default (strict) policy before FastAPI routes it; under ``/files/``

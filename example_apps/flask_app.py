@@ -1,4 +1,4 @@
-"""urlguard in front of a Flask application (the routes of DESIGN.md §6).
+"""urlguard in front of a Flask application.
 
 Every request target is checked, raw, by ``urlguard.wsgi.StrictURLMiddleware``
 with the default (strict) policy before Flask routes it; under ``/files/`` a
@@ -24,7 +24,12 @@ Then try (``--path-as-is``: without it curl resolves ``..`` and ``%2e`` itself):
     {"query":[],"segments":["files","units","kg/s"]}
 
     curl --path-as-is 'http://127.0.0.1:8000/files/%2Fetc%2Fpasswd'
-    {"query":[],"segments":["files","/etc/passwd"]}
+    400 Bad Request: empty-segment: the path contains an empty segment ('//')
+        (path segment 1, byte offset 7)
+
+    curl --path-as-is 'http://127.0.0.1:8000/files/..%2F..%2Fetc%2Fpasswd'
+    400 Bad Request: dot-segment: a path segment is '.' or '..' (RFC 3986 section 3.3)
+        (path segment 1, byte offset 7)
 
     curl --path-as-is 'http://127.0.0.1:8000/echo/units/kg%2Fs'
     400 Bad Request: encoded-slash: a path segment contains an encoded '/' (%2F)
@@ -77,8 +82,8 @@ class Anything(BaseConverter):
 
 app = Flask(__name__)
 app.url_map.converters["anything"] = Anything
-# werkzeug routes on the decoded path, where a kept "%2F%2F" under /files/ is
-# "//": left to merge slashes, it would answer that with a redirect.
+# werkzeug routes on the decoded path, where a kept "a%2F" under /files/ ends
+# in "/" and a doubled slash would be merged: keep the path as it is.
 app.url_map.merge_slashes = False
 app.wsgi_app = StrictURLMiddleware(app.wsgi_app, routes=ROUTES)  # type: ignore[method-assign]
 

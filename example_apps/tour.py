@@ -4,9 +4,9 @@
 
 Starts the Starlette example (``starlette_app.py``) under uvicorn and the Flask
 example (``flask_app.py``) under gunicorn, each on a free port of 127.0.0.1,
-sends every example URL of the articles urlguard comes from
-(``seed_verdicts.py``, reduced to origin-form under ``/echo/``, or ``/files/``
-where the article keeps ``%2F``) and a set of hostile targets over raw
+sends every example URL of the articles on URL encoding that urlguard follows
+(``article_examples.py``, reduced to origin-form under ``/echo/``, or
+``/files/`` where the article keeps ``%2F``) and a set of hostile targets over raw
 sockets (HTTP clients would "fix" them first), prints what each stack
 answered side by side, stops both servers and exits 0.
 
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from article_examples import EXAMPLES
 from rawhttp import Response, Server, ServerFailed, free_port, request, running
-from seed_verdicts import EXAMPLES
 from urlguard import InvalidTarget, Policy, parse_target
 
 HERE: Final = Path(__file__).resolve().parent
@@ -101,7 +101,7 @@ def origin_form(raw: bytes) -> bytes:
     return path_and_query if path_and_query.startswith(b"/") else b"/" + path_and_query
 
 
-def seed_rows() -> list[Row]:
+def article_rows() -> list[Row]:
     """The articles' examples, under /files/ where the article keeps %2F."""
     rows: list[Row] = []
     seen: set[bytes] = set()
@@ -110,7 +110,7 @@ def seed_rows() -> list[Row]:
         target = prefix + origin_form(raw)
         if target not in seen:
             seen.add(target)
-            rows.append(Row(f"seed {source}", target))
+            rows.append(Row(source, target))
     return rows
 
 
@@ -280,7 +280,7 @@ def main() -> int:
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="backslashreplace")
     sections = [
-        ("The articles' examples (../shared/seeds, via seed_verdicts.py)", seed_rows()),
+        ("The articles' examples (article_examples.py; docs/design-notes.md)", article_rows()),
         ("Hostile targets", [Row(label, target) for label, target in HOSTILE]),
     ]
     chosen = stacks()

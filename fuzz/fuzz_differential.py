@@ -2,7 +2,7 @@
 
 The oracle is ``assert_agree`` from ``tests/test_differential.py``: under each
 policy pair there, ``urlguard.parse_target`` and the plain reference reading
-of DESIGN.md §2 (``tests/reference_parser.py``) must agree on accept or
+of docs/rules.md (``tests/reference_parser.py``) must agree on accept or
 reject, on the rule (and where it is), and on the decoded pieces. Slower than
 ``fuzz_parse_target.py`` (the reference is a loop over bytes), so inputs are
 capped at 512 bytes. Only ``urlguard`` is instrumented for coverage.

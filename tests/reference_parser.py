@@ -1,6 +1,6 @@
-"""A deliberately plain reference reading of DESIGN.md §2, for differential tests.
+"""A deliberately plain reading of urlguard's rules (docs/rules.md), for differential tests.
 
-Written from the text of DESIGN.md §2, RFC 3986 and RFC 3629 alone. It shares
+Written from the text of the rules, RFC 3986 and RFC 3629 alone. It shares
 no code and no table with ``urlguard``: every character set is spelled out
 below from the RFC, percent-decoding and UTF-8 decoding are slow loops over
 bytes, and nothing is imported from the package. Where it is slow or clumsy,
@@ -17,14 +17,19 @@ every violation it can see, in the documented order, so that a test can ask
     Violation(rule='invalid-utf8', component='path', index=0)
 
 Choices where the written rules leave room follow urlguard's documented
-choices (the brief of issue 6 and the docstrings of ``urlguard.Policy``):
+choices (docs/rules.md and the docstrings of ``urlguard.Policy``):
 
 * Rule order: too-long, fragment, bad-form, raw-char (path, then query),
   too-many (path, then query), then per segment in order [empty-segment for
   an empty non-last segment; malformed-escape, encoded-slash,
   encoded-backslash, invalid-utf8, forbidden-char per piece; dot-segment,
-  double-encoding], then per non-empty query pair [name, then value:
-  malformed-escape, invalid-utf8, forbidden-char].
+  empty-segment, double-encoding], then per non-empty query pair [name, then
+  value: malformed-escape, invalid-utf8, forbidden-char].
+* Kept separators: under keep, the parts that a kept '/' (or '\\') makes
+  inside a segment's decoded text obey dot-segment (no '.' or '..' part) and
+  empty-segment (no empty part but the last).
+* path_params="split": a segment whose name (before ';') is empty is an
+  empty segment unless it is the last.
 * A segment whose part before its first raw ';' decodes to '.' or '..' is a
   dot-segment too (Tomcat's '..;/' traversal), in every path_params mode.
 * path_params="reject": a raw ';' in the path is a raw-char.
@@ -33,7 +38,12 @@ choices (the brief of issue 6 and the docstrings of ``urlguard.Policy``):
 * Absolute-form: http or https in any case, '://', an authority without
   userinfo (RFC 9110 §4.2.4) and with a non-empty host (RFC 9110 §4.2.1),
   then the path and query; an empty path means '/'. An IP-literal is checked
-  for its shape only (hex digits, ':' and '.'), as urlguard documents.
+  for its shape only (hex digits, ':' and '.'), as urlguard documents. A
+  port has at most five digits and is at most 65535. A reg-name's escapes
+  are checked as a segment's are (malformed-escape, encoded-slash,
+  encoded-backslash whatever the switches, invalid-utf8, forbidden-char),
+  and it must not decode to any of '@ : ? # [ ] %' (bad-form); all with
+  component "target".
 """
 
 from __future__ import annotations
@@ -58,11 +68,11 @@ PATH_CHARS = UNRESERVED + SUB_DELIMS + ":" + "@" + "/" + "%"
 # §3.4  query = *( pchar / "/" / "?" )
 QUERY_CHARS = PATH_CHARS + "?"
 
-# DESIGN.md §2, raw-char: what Chromium and Firefox send raw beyond RFC 3986.
+# raw-char: what Chromium and Firefox send raw beyond RFC 3986 (measured).
 BROWSER_PATH_EXTRA = "[" + "]" + "|"
 BROWSER_QUERY_EXTRA = "[" + "]" + "\\" + "^" + "|" + "{" + "}" + "`"
 
-# DESIGN.md §2, forbidden-char: forbidden by default, inclusive ranges.
+# forbidden-char: forbidden by default, inclusive ranges.
 DEFAULT_FORBIDDEN = (
     (0x0000, 0x001F),  # C0 controls
     (0x007F, 0x009F),  # DEL and C1 controls
@@ -79,7 +89,7 @@ TARGET, PATH, QUERY = "target", "path", "query"
 
 @dataclass(frozen=True)
 class RefPolicy:
-    """The switches of DESIGN.md §2, named plainly (not ``urlguard.Policy``)."""
+    """urlguard's switches, named plainly (not ``urlguard.Policy``)."""
 
     max_length: int = 8192
     max_segments: int = 128
@@ -95,11 +105,17 @@ class RefPolicy:
     plus_as_space: bool = True
     allowed_ranges: tuple[tuple[int, int], ...] | None = None
     allow_chars: str = ""
+    query_allow_chars: str = ""
 
 
 def browser(**changes: Any) -> RefPolicy:
-    """DESIGN.md §2's browser preset, with other switches as given."""
-    preset = RefPolicy(path_extra=BROWSER_PATH_EXTRA, query_extra=BROWSER_QUERY_EXTRA)
+    """The browser preset (it also takes CR, LF and TAB in query text), with
+    other switches as given."""
+    preset = RefPolicy(
+        path_extra=BROWSER_PATH_EXTRA,
+        query_extra=BROWSER_QUERY_EXTRA,
+        query_allow_chars="\r\n\t",
+    )
     return dataclasses.replace(preset, **changes)
 
 
@@ -238,8 +254,10 @@ def utf8_decode(data: bytes) -> str | None:
     return "".join(chars)
 
 
-def char_allowed(char: str, policy: RefPolicy) -> bool:
+def char_allowed(char: str, policy: RefPolicy, component: str = "path") -> bool:
     if char in policy.allow_chars:
+        return True
+    if component == QUERY and char in policy.query_allow_chars:
         return True
     code = ord(char)
     for low, high in DEFAULT_FORBIDDEN:
@@ -279,7 +297,7 @@ def check_piece(
     if text is None:
         out.append(Violation("invalid-utf8", component, index))
         return None
-    if not all(char_allowed(c, policy) for c in text):
+    if not all(char_allowed(c, policy, component) for c in text):
         out.append(Violation("forbidden-char", component, index))
     return text
 
@@ -313,10 +331,20 @@ def check_segment(
     else:
         texts = [check_piece(raw, PATH, index, policy, out)]
         name = texts[0] or ""
+    # The parts that kept separators make inside the name's decoded text.
+    parts = [name] if texts[0] is not None else []
+    if policy.keep_encoded_slash:
+        parts = [piece for part in parts for piece in part.split("/")]
+    if policy.keep_encoded_backslash:
+        parts = [piece for part in parts for piece in part.split("\\")]
     if not policy.allow_dot_segments:
         before_semicolon = raw.split(b";")[0]
-        if is_dot(raw) or is_dot(before_semicolon):
+        if is_dot(raw) or is_dot(before_semicolon) or any(p in (".", "..") for p in parts):
             out.append(Violation("dot-segment", PATH, index))
+    if not policy.allow_empty_segments:
+        empty_name = policy.path_params == "split" and texts[0] == "" and not last
+        if empty_name or "" in parts[:-1]:
+            out.append(Violation("empty-segment", PATH, index))
     escaped = any(text is not None and has_escape_text(text) for text in texts)
     if escaped and not policy.allow_double_encoding:
         out.append(Violation("double-encoding", PATH, index))
@@ -335,17 +363,19 @@ def check_pair(raw: bytes, index: int, policy: RefPolicy, out: list[Violation]) 
 # --- the request target -------------------------------------------------------------------------
 
 
-def authority_ok(authority: bytes) -> bool:
-    """RFC 3986 §3.2 without userinfo: host [ ":" port ], host not empty."""
+def check_authority(authority: bytes, policy: RefPolicy, out: list[Violation]) -> bool:
+    """RFC 3986 §3.2 without userinfo: host [ ":" port ], host not empty.
+    Appends the authority's violations; False when its shape is wrong."""
     text = authority.decode("latin-1")
+    reg_name = None
     if "@" in text:
-        return False  # userinfo: RFC 9110 §4.2.4
-    if text.startswith("["):
+        ok = False  # userinfo: RFC 9110 §4.2.4
+    elif text.startswith("["):
         close = text.find("]")
+        inside, port_part = text[1:close], text[close + 1 :]
         if close < 0:
-            return False
-        inside, rest = text[1:close], text[close + 1 :]
-        if inside[:1] in ("v", "V"):
+            ok = False
+        elif inside[:1] in ("v", "V"):
             # IPvFuture = "v" 1*HEXDIG "." 1*( unreserved / sub-delims / ":" )
             version, dot, tail = inside[1:].partition(".")
             ok = bool(version) and all(c in HEXDIG for c in version) and dot == "."
@@ -353,29 +383,40 @@ def authority_ok(authority: bytes) -> bool:
         else:
             # IPv6address, by its shape only (urlguard's documented choice)
             ok = bool(inside) and all(c in HEXDIG + ":." for c in inside)
-        if not ok:
-            return False
-        port_part = rest
-        if port_part == "":
-            return True
     else:
         host, colon, port = text.partition(":")
-        # reg-name = *( unreserved / pct-encoded / sub-delims ), here 1* (RFC 9110 §4.2.1)
-        if host == "":
-            return False
-        escapes_ok, _ = escapes(host.encode("latin-1"))
-        if not escapes_ok:
-            return False
-        if not all(c in UNRESERVED + SUB_DELIMS + "%" for c in host):
-            return False
         port_part = colon + port
-        if port_part == "":
-            return True
-    # port = *DIGIT
-    return port_part[0] == ":" and all(c in DIGIT for c in port_part[1:])
+        # reg-name = *( unreserved / pct-encoded / sub-delims ), here 1* (RFC 9110 §4.2.1)
+        ok = host != "" and all(c in UNRESERVED + SUB_DELIMS + "%" for c in host)
+        reg_name = host.encode("latin-1")
+    # port = *DIGIT, at most 65535 (and so at most five digits)
+    if ok and port_part:
+        digits = port_part[1:]
+        ok = port_part[0] == ":" and all(c in DIGIT for c in digits)
+        ok = ok and len(digits) <= 5 and int(digits or "0") <= 65535
+    if not ok:
+        out.append(Violation("bad-form", TARGET, None))
+        return False
+    if reg_name is not None:
+        well_formed, values = escapes(reg_name)
+        if not well_formed:
+            out.append(Violation("malformed-escape", TARGET, None))
+        if ord("/") in values:
+            out.append(Violation("encoded-slash", TARGET, None))
+        if ord("\\") in values:
+            out.append(Violation("encoded-backslash", TARGET, None))
+        decoded = utf8_decode(percent_decode(reg_name))
+        if decoded is None:
+            out.append(Violation("invalid-utf8", TARGET, None))
+        else:
+            if not all(char_allowed(c, policy) for c in decoded):
+                out.append(Violation("forbidden-char", TARGET, None))
+            if any(c in "@:?#[]%" for c in decoded):
+                out.append(Violation("bad-form", TARGET, None))
+    return True
 
 
-def find_path_start(raw: bytes) -> int | None:
+def find_path_start(raw: bytes, policy: RefPolicy, out: list[Violation]) -> int | None:
     """Where the path starts (origin-form or http(s) absolute-form), or None."""
     if raw[:1] == b"/":
         return 0
@@ -385,17 +426,18 @@ def find_path_start(raw: bytes) -> int | None:
     elif lowered.startswith(b"https://"):
         start = 8
     else:
+        out.append(Violation("bad-form", TARGET, None))
         return None
     end = start
     while end < len(raw) and raw[end] not in b"/?":
         end += 1
-    if not authority_ok(raw[start:end]):
+    if not check_authority(raw[start:end], policy, out):
         return None
     return end
 
 
 def check(raw: bytes, policy: RefPolicy | None = None) -> Verdict:
-    """Every violation of DESIGN.md §2 in ``raw``, and its pieces when there are none."""
+    """Every violation of urlguard's rules in ``raw``, and its pieces when there are none."""
     policy = RefPolicy() if policy is None else policy
     verdict = Verdict()
     out = verdict.violations
@@ -404,9 +446,8 @@ def check(raw: bytes, policy: RefPolicy | None = None) -> Verdict:
         out.append(Violation("too-long", TARGET, None))
     if ord("#") in raw:
         out.append(Violation("fragment", TARGET, None))
-    path_start = find_path_start(raw)
+    path_start = find_path_start(raw, policy, out)
     if path_start is None:
-        out.append(Violation("bad-form", TARGET, None))
         return verdict
 
     question = raw.find(b"?", path_start)

@@ -1,6 +1,10 @@
-"""Smoke tests for the benchmark suite (bench/, issue 7): every part runs end
-to end on a tiny budget and prints its table. No timing is asserted: these
-runs are far too short to mean anything, and the machine is shared.
+"""Smoke tests for the benchmark suite (bench/): every part runs end to end
+on a tiny budget and prints its table. No timing is asserted: these runs are
+far too short to mean anything, and the machine is shared.
+
+The tests that compare instruction counts, or that run the end-to-end part
+under wrk for real, carry the ``timing`` marker: they are left out of the
+default run and run by ``tox -e bench`` (``pytest -m timing``).
 
 Each part runs as ``python -m bench --quick --part PART`` from the project
 root, as a person would run it, so the suite is tested the way it is used
@@ -22,7 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 NUMBER = r"[0-9][0-9,]*(?:\.[0-9]+)?"
 
 
-def run_bench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run_bench(
+    *args: str, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "bench", *args],
         cwd=ROOT,
@@ -30,7 +36,22 @@ def run_bench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[s
         text=True,
         timeout=timeout,
         check=False,
+        env=env,
     )
+
+
+def without_tool(tool: str) -> dict[str, str]:
+    """The environment with ``PATH`` reduced to this interpreter's folder, so
+    that ``tool`` cannot be found; skips the test if it still can."""
+    folder = str(Path(sys.executable).parent)
+    if shutil.which(tool, path=folder) is not None:
+        pytest.skip(f"{tool} is installed beside the interpreter, in {folder}")
+    return {**os.environ, "PATH": folder}
+
+
+def require_tool(tool: str) -> None:
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not installed (apt-get install -y {tool})")
 
 
 def row(output: str, *cells: str) -> re.Match[str] | None:
@@ -168,14 +189,19 @@ def test_profile_prints_ladder_and_breakdowns() -> None:
         assert row(out, rule) is not None, (rule, out)
 
 
-def test_instructions_prints_counts_or_says_how_to_get_valgrind() -> None:
+def test_instructions_without_valgrind_say_how_to_get_it() -> None:
+    done = run_bench("--quick", "--part", "instructions", env=without_tool("valgrind"))
+    assert done.returncode == 0, done.stderr
+    assert "skipped: valgrind is not installed" in done.stdout
+    assert "apt-get install -y valgrind" in done.stdout
+
+
+@pytest.mark.timing
+def test_instructions_counts() -> None:
+    require_tool("valgrind")
     done = run_bench("--quick", "--part", "instructions")
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    if shutil.which("valgrind") is None:
-        assert "skipped: valgrind is not installed" in out
-        assert "apt-get install -y valgrind" in out
-        return
     naive = row(out, "plain", "naive")
     strict = row(out, "plain", "urlguard")
     assert naive is not None, out
@@ -203,15 +229,20 @@ def test_instructions_prints_counts_or_says_how_to_get_valgrind() -> None:
     assert float(cells[5]) > 1, out
 
 
+def test_e2e_without_wrk_says_how_to_get_it() -> None:
+    done = run_bench("--quick", "--part", "e2e", timeout=180, env=without_tool("wrk"))
+    assert done.returncode == 0, done.stderr
+    assert "skipped: wrk is not installed" in done.stdout
+    assert "apt-get install -y wrk" in done.stdout
+
+
+@pytest.mark.timing
 @pytest.mark.servers
-def test_e2e_prints_every_server_or_says_how_to_get_wrk() -> None:
+def test_e2e_prints_every_server() -> None:
+    require_tool("wrk")
     done = run_bench("--quick", "--part", "e2e", timeout=180)
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    if shutil.which("wrk") is None:
-        assert "skipped: wrk is not installed" in out
-        assert "apt-get install -y wrk" in out
-        return
     assert "End to end: req/s under wrk" in out
     for server in ("uvicorn", "gunicorn"):
         for target in ("plain", "encoded"):

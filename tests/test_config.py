@@ -50,6 +50,22 @@ def test_pyproject_tool_table(tmp_path: Path) -> None:
     assert load_config(path).policy == Policy(dot_segment="allow")
 
 
+def test_query_allow_chars_key(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "urlguard.toml",
+        'query_allow_chars = "\\r\\n"\n\n[routes."/search/"]\nquery_allow_chars = "\\t"\n',
+    )
+    config = load_config(path)
+    assert config.policy == Policy(query_allow_chars="\r\n")
+    assert config.routes == (("/search/", Policy(query_allow_chars="\t")),)
+    # The browser preset brings its own, which a file may take back.
+    browser = load_config(write(tmp_path, "b.toml", 'preset = "browser"\nquery_allow_chars = ""\n'))
+    assert browser.policy.query_allow_chars == ""
+    with pytest.raises(TypeError, match="query_allow_chars"):
+        load_config(write(tmp_path, "c.toml", "query_allow_chars = 1\n"))
+
+
 def test_pyproject_without_table_is_refused(tmp_path: Path) -> None:
     path = write(tmp_path, "pyproject.toml", '[project]\nname = "x"\n')
     with pytest.raises(ValueError, match=r"no \[tool.urlguard\]"):

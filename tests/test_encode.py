@@ -1,7 +1,8 @@
 """The sending side: encoders, builders, URI cleaning and pretty printing.
 
 The expected sets below are typed from the literal text of RFC 3986 §2.2,
-§2.3 and §3.3-§3.5 and of seed 003, on purpose: the code derives them from
+§2.3 and §3.3-§3.5 and of "How do you escape a complete URI?" (Matt Giuca,
+2012), on purpose: the code derives them from
 ``_grammar`` by set algebra, the tests check the result against the RFC.
 """
 
@@ -43,7 +44,8 @@ PATH_SAFE = PCHAR.replace(";", "")
 VALUE_SAFE = UNRESERVED + "!$'()*,;=" + ":@/?"  # query minus & + # %
 NAME_SAFE = VALUE_SAFE.replace("=", "")
 FRAGMENT_SAFE = PCHAR + "/?"  # RFC 3986 §3.5
-# Seed 003, "RFC 3986": the illegal characters, escaped by cleaning; the rest
+# "How do you escape a complete URI?", on RFC 3986: the illegal characters,
+# escaped by cleaning; the rest
 # of ASCII is kept.
 ILLEGAL_PRINTABLE = ' "<>\\^`{|}'
 CLEAN_KEEP = UNRESERVED + RESERVED + "%"
@@ -130,9 +132,13 @@ SEGMENT_CASES = [
     pytest.param("€", "%E2%82%AC", id="three-byte UTF-8"),
     pytest.param("😀", "%F0%9F%98%80", id="four-byte UTF-8"),
     pytest.param("起司堡", "%E8%B5%B7%E5%8F%B8%E5%A0%A1", id="CJK"),
-    pytest.param("blue+light blue", "blue+light%20blue", id="seed 001 path"),
-    pytest.param("a/b?c", "a%2Fb%3Fc", id="seed 001 segment"),
-    pytest.param("to_be_or_not_to_be?.jpg", "to_be_or_not_to_be%3F.jpg", id="seed 001 jpg"),
+    pytest.param("blue+light blue", "blue+light%20blue", id="article: blue+light blue in a path"),
+    pytest.param("a/b?c", "a%2Fb%3Fc", id="article: a/b?c as one segment"),
+    pytest.param(
+        "to_be_or_not_to_be?.jpg",
+        "to_be_or_not_to_be%3F.jpg",
+        id="article: to_be_or_not_to_be?.jpg",
+    ),
     pytest.param(".", ".", id="dot stays a dot (no encoding helps)"),
 ]
 
@@ -144,8 +150,13 @@ def test_encode_path_segment(text: str, expected: str) -> None:
 
 VALUE_CASES = [
     pytest.param("", "", "", id="empty"),
-    pytest.param("blue+light blue", "blue%2Blight+blue", "blue%2Blight%20blue", id="seed 001"),
-    pytest.param("a&b==c", "a%26b==c", "a%26b==c", id="seed 001 ampersand"),
+    pytest.param(
+        "blue+light blue",
+        "blue%2Blight+blue",
+        "blue%2Blight%20blue",
+        id="article: blue+light blue by part",
+    ),
+    pytest.param("a&b==c", "a%26b==c", "a%26b==c", id="article: a&b==c"),
     pytest.param("#%", "%23%25", "%23%25", id="hash and percent"),
     pytest.param("%26", "%2526", "%2526", id="never guesses already encoded"),
     pytest.param("/?:@", "/?:@", "/?:@", id="slash question colon at raw"),
@@ -154,7 +165,7 @@ VALUE_CASES = [
         "http://example.com/news#funny",
         "http://example.com/news%23funny",
         "http://example.com/news%23funny",
-        id="seed 003 redirect",
+        id="article: redirect with %23",
     ),
     pytest.param("[]\\^`{|}", "%5B%5D%5C%5E%60%7B%7C%7D", "%5B%5D%5C%5E%60%7B%7C%7D", id="illegal"),
     pytest.param("Ødegård", "%C3%98deg%C3%A5rd", "%C3%98deg%C3%A5rd", id="UTF-8"),
@@ -191,7 +202,9 @@ def test_encode_query_name_space_option() -> None:
     ("text", "expected"),
     [
         pytest.param("", "", id="empty"),
-        pytest.param("/?:@-._~!$&'()*+,;=", "/?:@-._~!$&'()*+,;=", id="seed 001 fragment"),
+        pytest.param(
+            "/?:@-._~!$&'()*+,;=", "/?:@-._~!$&'()*+,;=", id="article: what a fragment keeps raw"
+        ),
         pytest.param("#", "%23", id="hash"),
         pytest.param("%23", "%2523", id="never guesses"),
         pytest.param("Section 2", "Section%202", id="space"),
@@ -250,10 +263,12 @@ def test_non_text_is_a_type_error(encode: Encoder, value: object) -> None:
             ["blue+light blue"],
             [("blue+light blue", "blue+light blue")],
             "/blue+light%20blue?blue%2Blight+blue=blue%2Blight+blue",
-            id="seed 001",
+            id="article: blue+light blue by part",
         ),
-        pytest.param([""], {"query": "a&b==c"}, "/?query=a%26b==c", id="seed 001 mapping"),
-        pytest.param(["a/b?c"], (), "/a%2Fb%3Fc", id="seed 001 segment"),
+        pytest.param(
+            [""], {"query": "a&b==c"}, "/?query=a%26b==c", id="article: a&b==c from a mapping"
+        ),
+        pytest.param(["a/b?c"], (), "/a%2Fb%3Fc", id="article: a/b?c as one segment"),
         pytest.param([""], [("a", "1"), ("a", "2"), ("b", "")], "/?a=1&a=2&b=", id="pairs"),
         pytest.param([""], [("", "")], "/?=", id="empty name and value"),
         pytest.param(iter(["x", "y"]), iter([("k", "v")]), "/x/y?k=v", id="iterators"),
@@ -419,9 +434,9 @@ REDIRECT_CLEAN = (
 )
 
 CLEAN_CASES = [
-    pytest.param(HELEN, HELEN_CLEAN, id="seed 003 Helen"),
-    pytest.param(REDIRECT, REDIRECT_CLEAN, id="seed 003 valid %23 not double-escaped"),
-    pytest.param(IPV6, IPV6_CLEAN, id="seed 003 IPv6 brackets not escaped"),
+    pytest.param(HELEN, HELEN_CLEAN, id="article: Helen Ødegård"),
+    pytest.param(REDIRECT, REDIRECT_CLEAN, id="article: valid %23 not double-escaped"),
+    pytest.param(IPV6, IPV6_CLEAN, id="article: IPv6 brackets not escaped"),
     pytest.param(
         "http://example.com/news#funny&x",
         "http://example.com/news#funny&x",
@@ -453,9 +468,9 @@ def test_clean_uri(uri: str, expected: str) -> None:
 # -- pretty_uri ---------------------------------------------------------------------
 
 PRETTY_CASES = [
-    pytest.param(HELEN_CLEAN, HELEN, id="seed 003 Helen"),
-    pytest.param(REDIRECT_CLEAN, REDIRECT, id="seed 003 %23 stays"),
-    pytest.param(IPV6_CLEAN, IPV6, id="seed 003 IPv6"),
+    pytest.param(HELEN_CLEAN, HELEN, id="article: Helen Ødegård"),
+    pytest.param(REDIRECT_CLEAN, REDIRECT, id="article: %23 stays"),
+    pytest.param(IPV6_CLEAN, IPV6, id="article: IPv6"),
     pytest.param("%41%7e%2D", "A~-", id="unreserved decoded"),
     pytest.param("%20%22%3C%3E%5C%5E%60%7B%7C%7D", ILLEGAL_PRINTABLE, id="illegal printable"),
     pytest.param(
@@ -507,7 +522,7 @@ INTERESTING = "%/\\;+&=?#. :@2F5Ceé€😀\u200b\u00a0\u202e"
 
 
 def allowed_char(char: str) -> bool:
-    """Not forbidden by the default policy (DESIGN.md §2, forbidden-char)."""
+    """Not forbidden by the default policy (docs/rules.md, forbidden-char)."""
     code = ord(char)
     return not any(lo <= code <= hi for lo, hi in FORBIDDEN)
 
@@ -605,7 +620,8 @@ def test_encoders_match_an_independent_quote(text: str) -> None:
     assert unquote_plus(encode_query_value(text), errors="strict") == text
 
 
-# Normalised URIs (seed 003's law): raw legal characters, escapes with
+# Normalised URIs (the law of "How do you escape a complete URI?"): raw legal
+# characters, escapes with
 # upper-case hex, and unreserved characters never escaped.
 raw_legal = st.sampled_from(RESERVED + UNRESERVED)
 escaped_bytes = st.binary(min_size=1, max_size=4).map(
@@ -649,5 +665,6 @@ def test_clean_is_idempotent_and_valid(text: str) -> None:
 @HYPOTHESIS
 @given(st.text(any_char.filter(lambda c: c != "%")))
 def test_clean_matches_quote_with_reserved_safe(text: str) -> None:
-    """Seed 003: without '%', cleaning is quote() with the reserved set safe."""
+    """Without '%', cleaning is quote() with the reserved set safe (as the
+    article on escaping a complete URI says of urllib.quote)."""
     assert clean_uri(text) == quote(text, safe=RESERVED)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -110,24 +110,45 @@ def test_allows_char(policy: Policy, char: str, allowed: bool) -> None:
     assert policy.allows_char(char) is allowed
 
 
-def test_printable_prefilter_never_hides_a_forbidden_character() -> None:
-    """The parser skips the forbidden-char search for text that
-    str.isprintable() accepts, under policies without allowed_ranges: every
-    default-forbidden code point must be one it refuses."""
-    from urlguard._grammar import FORBIDDEN_RANGES
-
-    for low, high in FORBIDDEN_RANGES:
-        for cp in range(low, high + 1):
-            assert not chr(cp).isprintable(), hex(cp)
-    assert Policy()._printable_ok
-    assert Policy(allow_chars="\n")._printable_ok
-    assert not Policy(allowed_ranges=[(0x20, 0xFF)])._printable_ok
-
-
 @pytest.mark.parametrize("policy", [Policy(), Policy.browser(), Policy(path_params="reject")])
-def test_fast_table_keeps_exactly_the_allowed_bytes(policy: Policy) -> None:
+def test_byte_tables_agree_with_the_patterns(policy: Policy) -> None:
+    """The 256-byte tables (for the compiled parser), the patterns (for the
+    reference) and the shortcut's translate table describe the same sets."""
     for byte in range(256):
         raw = bytes([byte])
-        assert (raw.translate(policy._fast_table) == raw) == (byte in policy._fast_ok), byte
-        plain = byte in policy._fast_ok and byte not in b"%;"
+        in_path = policy._path_raw_bad.fullmatch(raw) is None
+        in_query = policy._query_raw_bad.fullmatch(raw) is None
+        assert bool(policy._raw_path_table[byte]) == in_path, byte
+        assert bool(policy._raw_query_table[byte]) == in_query, byte
+        plain = (in_path or byte == ord("?")) and in_query and byte not in b"%;"
         assert (raw.translate(policy._plain_table) == raw) == plain, byte
+
+
+@pytest.mark.parametrize(
+    ("policy", "path_allows", "query_allows"),
+    [
+        P(Policy(), "é", "é", id="default"),
+        P(Policy(allow_chars="\n"), "\n", "\n", id="allow_chars: both"),
+        P(Policy(query_allow_chars="\n"), "", "\n", id="query_allow_chars: query only"),
+        P(Policy.browser(), "", "\t\n\r", id="browser: textarea characters in the query"),
+    ],
+)
+def test_path_and_query_allowed_sets(policy: Policy, path_allows: str, query_allows: str) -> None:
+    for char in "\t\n\r":
+        assert policy.allows_char(char, "path") is (char in path_allows), repr(char)
+        assert policy.allows_char(char, "query") is (char in query_allows), repr(char)
+    assert not policy.allows_char("\u202e", "query")
+    components: tuple[tuple[tuple[tuple[int, int], ...], Literal["path", "query"]], ...] = (
+        (policy._path_allowed, "path"),
+        (policy._query_allowed, "query"),
+    )
+    for intervals, component in components:
+        assert list(intervals) == sorted(intervals)
+        for code_point in (0x00, 0x09, 0x0A, 0x0D, 0x20, 0x7F, 0xE9, 0x202E, 0xFFFE, 0x10FFFD):
+            inside = any(low <= code_point <= high for low, high in intervals)
+            assert inside is policy.allows_char(chr(code_point), component), hex(code_point)
+
+
+def test_query_allow_chars_is_checked() -> None:
+    with pytest.raises(TypeError, match="query_allow_chars"):
+        Policy(query_allow_chars=["\n"])  # type: ignore[arg-type]

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from urlguard import InvalidTarget, Policy, Target, parse_target
-from urlguard._target import parse_split_target
+from urlguard._parser import parse_split_target
 
 P = pytest.param
 

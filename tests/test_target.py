@@ -1,7 +1,8 @@
-"""parse_target on bytes: truth tables for every rule of DESIGN.md §2."""
+"""parse_target on bytes: truth tables for every rule (docs/rules.md)."""
 
 from __future__ import annotations
 
+import copy
 import pickle
 from typing import Any
 
@@ -44,12 +45,12 @@ ACCEPTED = [
     P(b"/x?v=%2541", ("x",), (("v", "%41"),), id="double encoding is fine in the query"),
     P(b"/.a/..b/...", (".a", "..b", "..."), (), id="not dot segments"),
     P(b"/%41%42", ("AB",), (), id="encoded unreserved decoded, not normalized away"),
-    P(b"/%E8%B5%B7%E5%8F%B8%E5%A0%A1", ("起司堡",), (), id="seed 000 cheeseburger"),
+    P(b"/%E8%B5%B7%E5%8F%B8%E5%A0%A1", ("起司堡",), (), id="article example: cheeseburger"),
     P(
         b"/doc@1:5/?back_uri=http://user:password@example.com/?foo%3Dbar",
         ("doc@1:5", ""),
         (("back_uri", "http://user:password@example.com/?foo=bar"),),
-        id="seed 000 legal and unambiguous URL",
+        id="article example: legal and unambiguous URL",
     ),
     P(b"http://h", ("",), (), id="absolute-form without path"),
     P(b"https://h?x=1", ("",), (("x", "1"),), id="absolute-form query without path"),
@@ -128,9 +129,9 @@ REJECTED = [
     P(b"/a%5Cb", "encoded-backslash", "path", 0, 2, id="%5C"),
     P(b"/a%5cb", "encoded-backslash", "path", 0, 2, id="%5c"),
     P(b"/%2F%zz", "malformed-escape", "path", 0, 4, id="malformed before encoded slash"),
-    # invalid-utf8: seed 000 and every failure class
-    P(b"/%C4rzteblatt", "invalid-utf8", "path", 0, 1, id="seed 000 %C4rzteblatt"),
-    P(b"/pubmed?term=%C4rzteblatt", "invalid-utf8", "query", 0, 13, id="seed 000 pubmed"),
+    # invalid-utf8: the examples of "Proper URL Encoding and Decoding", and every failure class
+    P(b"/%C4rzteblatt", "invalid-utf8", "path", 0, 1, id="article example: %C4rzteblatt"),
+    P(b"/pubmed?term=%C4rzteblatt", "invalid-utf8", "query", 0, 13, id="article example: pubmed"),
     P(b"/%C0%AF", "invalid-utf8", "path", 0, 1, id="overlong 2-byte slash"),
     P(b"/%C1%BF", "invalid-utf8", "path", 0, 1, id="overlong 2-byte C1"),
     P(b"/%E0%80%AF", "invalid-utf8", "path", 0, 1, id="overlong 3-byte"),
@@ -293,15 +294,16 @@ def test_switches(raw: bytes, policy: Policy, segments: tuple[str, ...]) -> None
     assert parse_target(raw, policy).segments == segments
 
 
-def test_seed_001_blue_red_under_keep() -> None:
+def test_blue_red_example_under_keep() -> None:
     target = parse_target(b"/blue%2Fred%3Fand+green", Policy(encoded_slash="keep"))
     assert target.segments == ("blue/red?and+green",)
     assert target.query == ()
     assert rule_of(b"/blue%2Fred%3Fand+green") == "encoded-slash"
 
 
-def test_seed_001_nuts_url_under_split() -> None:
-    # Seed 001: "this is a valid HTTP URL" and what it expands to.
+def test_valid_http_url_example_under_split() -> None:
+    # "What every web developer must know about URL encoding": "this is a
+    # valid HTTP URL", and what it expands to.
     raw = (
         b"http://example.com/:@-._~!$&'()*+,=;:@-._~!$&'()*+,=:@-._~!$&'()*+,=="
         b"?/?:@-._~!$'()*+,;=/?:@-._~!$'()*+,;=="
@@ -313,7 +315,7 @@ def test_seed_001_nuts_url_under_split() -> None:
     assert target.query == (("/?:@-._~!$'()* ,;", "/?:@-._~!$'()* ,;=="),)
 
 
-def test_seed_001_file_path_parameter() -> None:
+def test_file_path_parameter_example() -> None:
     target = parse_target(b"/file;p=1?q=2", Policy(path_params="split"))
     assert target.segments == ("file",)
     assert target.params == ((("p", "1"),),)
@@ -348,7 +350,7 @@ def test_plus_as_space_off() -> None:
     assert parse_target(b"/x?q=a+b", Policy(plus_as_space=False)).query == (("q", "a+b"),)
 
 
-def test_seed_000_cheeseburger_under_latin1_only() -> None:
+def test_cheeseburger_example_under_latin1_only() -> None:
     latin1 = Policy(allowed_ranges=[(0x20, 0x7E), (0xA0, 0xFF)])
     raw = b"/pubmed/?term=%E8%B5%B7%E5%8F%B8%E5%A0%A1"
     assert parse_target(raw).get("term") == "起司堡"
@@ -474,7 +476,8 @@ def equal_policies(**changes: Any) -> list[Policy]:
         made,
         Policy(**changes),
         Policy().replace(**changes),
-        Policy.browser(raw_path_extra="", raw_query_extra="", **changes),
+        # The browser preset with every extra it sets taken back.
+        Policy.browser(raw_path_extra="", raw_query_extra="", query_allow_chars="", **changes),
         Policy(**{name: getattr(made, name) for name in Policy.FIELDS}),
         pickle.loads(pickle.dumps(made)),
     ]
@@ -506,3 +509,243 @@ def test_same_input_same_rule_whichever_policy_object(
     for _ in range(2):  # in turn, twice: nothing learnt from one call changes the next
         assert [rule_of(raw, policy) for policy in defaults] == [strict] * len(defaults)
         assert [rule_of(raw, policy) for policy in lenient] == [dots_allowed] * len(lenient)
+
+
+# --- kept separators still obey the path rules -------------------------------------------------
+
+KEEP_SLASH = Policy(encoded_slash="keep")
+KEEP_BOTH = Policy(encoded_slash="keep", encoded_backslash="keep")
+SPLIT = Policy(path_params="split")
+
+# (raw, policy, segments): what a kept separator may still carry.
+KEPT_ACCEPTED = [
+    P(b"/files/a%2Fb", KEEP_SLASH, ("files", "a/b"), id="%2F between names"),
+    P(b"/files/a%2fb%2Fc", KEEP_SLASH, ("files", "a/b/c"), id="%2f and %2F between names"),
+    P(b"/files/a%2F", KEEP_SLASH, ("files", "a/"), id="trailing %2F"),
+    P(b"/files/a%2F/", KEEP_SLASH, ("files", "a/", ""), id="trailing %2F then trailing /"),
+    P(b"/files/.a%2F..b%2F...", KEEP_SLASH, ("files", ".a/..b/..."), id="names with dots"),
+    P(b"/files/a%5Cb", KEEP_BOTH, ("files", "a\\b"), id="%5C between names"),
+    P(b"/files/a%5c", KEEP_BOTH, ("files", "a\\"), id="trailing %5c"),
+    P(b"/files/a%2Fb%5Cc", KEEP_BOTH, ("files", "a/b\\c"), id="both separators"),
+    P(b"/a%2Fb%5Cc", KEEP_SLASH.replace(encoded_backslash="keep"), ("a/b\\c",), id="replace"),
+    P(b"/f/..%2Fx", KEEP_SLASH.replace(dot_segment="allow"), ("f", "../x"), id="dots allowed"),
+    P(b"/f/%2Fetc", KEEP_SLASH.replace(empty_segment="allow"), ("f", "/etc"), id="empties allowed"),
+    P(b"/a/;p=1", SPLIT, ("a", ""), id="split: empty name in the last segment"),
+    P(b"/;", SPLIT, ("",), id="split: only ';'"),
+    P(b"/f;p=..%2Fx", SPLIT.replace(encoded_slash="keep"), ("f",), id="split: params are data"),
+]
+
+
+@pytest.mark.parametrize(("raw", "policy", "segments"), KEPT_ACCEPTED)
+def test_kept_separators_accepted(raw: bytes, policy: Policy, segments: tuple[str, ...]) -> None:
+    assert parse_target(raw, policy).segments == segments
+
+
+# (raw, policy, rule, index, offset): the path rules on the parts of a decoded segment.
+KEPT_REJECTED = [
+    P(b"/files/..%2F..%2Fetc%2Fpasswd", KEEP_SLASH, "dot-segment", 1, 7, id="..%2F traversal"),
+    P(b"/files/..%2f..%2fetc", KEEP_SLASH, "dot-segment", 1, 7, id="..%2f lower-case"),
+    P(b"/files/a%2F..", KEEP_SLASH, "dot-segment", 1, 7, id="%2F.. at the end"),
+    P(b"/files/a%2F.%2Fb", KEEP_SLASH, "dot-segment", 1, 7, id="%2F.%2F inside"),
+    P(b"/files/%2E%2E%2Fx", KEEP_SLASH, "dot-segment", 1, 7, id="encoded dots and slash"),
+    P(b"/files/%2F..", KEEP_SLASH, "dot-segment", 1, 7, id="dot before empty in the order"),
+    P(b"/files/%2Fetc%2Fpasswd", KEEP_SLASH, "empty-segment", 1, 7, id="leading %2F"),
+    P(b"/files/%2fetc", KEEP_SLASH, "empty-segment", 1, 7, id="leading %2f"),
+    P(b"/files/a%2F%2Fb", KEEP_SLASH, "empty-segment", 1, 7, id="doubled %2F"),
+    P(b"/files/%2F", KEEP_SLASH, "empty-segment", 1, 7, id="%2F alone"),
+    P(b"/files/..%5Cwin", KEEP_BOTH, "dot-segment", 1, 7, id="..%5C traversal"),
+    P(b"/files/..%5cwin", KEEP_BOTH, "dot-segment", 1, 7, id="..%5c lower-case"),
+    P(b"/files/%5C%5Cserver", KEEP_BOTH, "empty-segment", 1, 7, id="UNC %5C%5C"),
+    P(b"/files/a%2F%5Cb", KEEP_BOTH, "empty-segment", 1, 7, id="%2F%5C makes an empty part"),
+    P(b"/files/..%5Cwin", KEEP_SLASH, "encoded-backslash", 1, 9, id="%5C not kept"),
+    P(b"/x/a%2F..;p=1", KEEP_SLASH.replace(path_params="split"), "dot-segment", 1, 3, id="split"),
+    P(b"/;/admin", SPLIT, "empty-segment", 0, 1, id="split: empty name"),
+    P(b"/a/;p=1/b", SPLIT, "empty-segment", 1, 3, id="split: empty name inside"),
+]
+
+
+@pytest.mark.parametrize(("raw", "policy", "rule", "index", "offset"), KEPT_REJECTED)
+def test_kept_separators_rejected(
+    raw: bytes, policy: Policy, rule: str, index: int, offset: int
+) -> None:
+    with pytest.raises(InvalidTarget) as caught:
+        parse_target(raw, policy)
+    error = caught.value
+    assert (error.rule, error.component, error.index, error.offset) == (rule, "path", index, offset)
+
+
+# --- the authority of an absolute-form target ----------------------------------------------------
+
+LATIN1_ONLY = Policy(allowed_ranges=[(0x20, 0x7E), (0xA0, 0xFF)])
+
+# (raw, policy, authority, segments)
+AUTHORITY_ACCEPTED = [
+    P(b"http://ex%61mple.com/x", STRICT, "example.com", ("x",), id="escapes decoded"),
+    P(b"http://caf%C3%A9.example/", STRICT, "café.example", ("",), id="UTF-8 host"),
+    P(b"http://Example.COM:8080/", STRICT, "Example.COM:8080", ("",), id="case kept"),
+    P(b"http://h:65535/", STRICT, "h:65535", ("",), id="port 65535"),
+    P(b"http://h:0", STRICT, "h:0", ("",), id="port 0"),
+    P(b"http://h:/", STRICT, "h:", ("",), id="empty port (RFC 3986 §3.2.3)"),
+    P(b"http://[::1]:8080/a", STRICT, "[::1]:8080", ("a",), id="IPv6 literal"),
+    P(b"http://[v1.a:b]/", STRICT, "[v1.a:b]", ("",), id="IPvFuture"),
+    P(b"http://a%2Ab/x%2Fy", KEEP_SLASH, "a*b", ("x/y",), id="keep applies to the path alone"),
+]
+
+
+@pytest.mark.parametrize(("raw", "policy", "authority", "segments"), AUTHORITY_ACCEPTED)
+def test_authority_accepted(
+    raw: bytes, policy: Policy, authority: str, segments: tuple[str, ...]
+) -> None:
+    target = parse_target(raw, policy)
+    assert (target.authority, target.segments) == (authority, segments)
+
+
+# (raw, policy, rule, offset); always component "target", index None.
+AUTHORITY_REJECTED = [
+    P(b"http://a%0d%0ab/x", STRICT, "forbidden-char", 8, id="CR LF"),
+    P(b"http://a%00b/", STRICT, "forbidden-char", 8, id="NUL"),
+    P(b"https://evil.com%ff/", STRICT, "invalid-utf8", 16, id="%ff"),
+    P(b"http://%c0%ae/", STRICT, "invalid-utf8", 7, id="overlong dot"),
+    P(b"http://%e2%80%ae/", STRICT, "forbidden-char", 7, id="RLO"),
+    P(b"http://%E8%B5%B7.example/", LATIN1_ONLY, "forbidden-char", 7, id="outside allowed_ranges"),
+    P(b"http://good.com%2F.evil.com/", STRICT, "encoded-slash", 15, id="%2F"),
+    P(b"http://good.com%2f.evil.com/", KEEP_BOTH, "encoded-slash", 15, id="%2f under keep"),
+    P(b"http://a%5Cb/", STRICT, "encoded-backslash", 8, id="%5C"),
+    P(b"http://a%5cb/", KEEP_BOTH, "encoded-backslash", 8, id="%5c under keep"),
+    P(b"http://a%zz/", STRICT, "malformed-escape", 8, id="malformed escape"),
+    P(b"http://a%4/", STRICT, "malformed-escape", 8, id="cut escape"),
+    P(b"http://a%40b/", STRICT, "bad-form", 8, id="%40 is userinfo"),
+    P(b"http://a%3A80/", STRICT, "bad-form", 8, id="%3A is a port"),
+    P(b"http://a%3a80/", STRICT, "bad-form", 8, id="%3a lower-case"),
+    P(b"http://a%25/", STRICT, "bad-form", 8, id="%25 hides an escape"),
+    P(b"http://a%5B%5D/", STRICT, "bad-form", 8, id="%5B"),
+    P(b"http://a%3F/", STRICT, "bad-form", 8, id="%3F"),
+    P(b"http://a%23/", STRICT, "bad-form", 8, id="%23"),
+    P(b"http://a:99999999/", STRICT, "bad-form", 0, id="port past 65535"),
+    P(b"http://a:65536/", STRICT, "bad-form", 0, id="port 65536"),
+    P(b"http://a:000080/", STRICT, "bad-form", 0, id="port of six digits"),
+    P(b"http://a:8x/", STRICT, "bad-form", 0, id="port not decimal"),
+    P(b"http://%/", STRICT, "malformed-escape", 7, id="escape cut by the end of the host"),
+]
+
+
+@pytest.mark.parametrize(("raw", "policy", "rule", "offset"), AUTHORITY_REJECTED)
+def test_authority_rejected(raw: bytes, policy: Policy, rule: str, offset: int) -> None:
+    with pytest.raises(InvalidTarget) as caught:
+        parse_target(raw, policy)
+    error = caught.value
+    assert (error.rule, error.component, error.index, error.offset) == (
+        rule,
+        "target",
+        None,
+        offset,
+    )
+
+
+# --- query_allow_chars, and the browser preset's textarea characters ---------------------------
+
+QUERY_CRLF = Policy(query_allow_chars="\r\n")
+TEXTAREA = [
+    P(b"/f?t=line1%0D%0Aline2", "line1\r\nline2", id="CR LF"),
+    P(b"/f?t=line1%0d%0aline2", "line1\r\nline2", id="cr lf lower-case"),
+    P(b"/f?t=a%0Ab", "a\nb", id="LF alone"),
+    P(b"/f?t=tab%09here", "tab\there", id="TAB"),
+]
+
+
+@pytest.mark.parametrize(("raw", "text"), TEXTAREA)
+def test_browser_preset_takes_textarea_text_in_the_query(raw: bytes, text: str) -> None:
+    assert parse_target(raw, BROWSER).get("t") == text
+    assert rule_of(raw) == "forbidden-char"  # the strict default still refuses it
+
+
+@pytest.mark.parametrize(
+    ("raw", "policy", "rule", "component", "offset"),
+    [
+        P(b"/a%0d%0aSet-Cookie:x=1/b", QUERY_CRLF, "forbidden-char", "path", 2, id="CRLF path"),
+        P(b"/a%0D%0Ab", BROWSER, "forbidden-char", "path", 2, id="browser: CRLF path"),
+        P(b"/a%09b", BROWSER, "forbidden-char", "path", 2, id="browser: TAB path"),
+        P(b"/f?t=%E2%80%AE", BROWSER, "forbidden-char", "query", 5, id="browser: bidi"),
+        P(b"/f?t=%00", BROWSER, "forbidden-char", "query", 5, id="browser: NUL"),
+        P(b"/f?t=a%0Bb", BROWSER, "forbidden-char", "query", 6, id="browser: VT"),
+        P(b"/f?t=a%0D%0A%00", QUERY_CRLF, "forbidden-char", "query", 12, id="only those"),
+        P(b"http://a%0D%0Ab/", BROWSER, "forbidden-char", "target", 8, id="browser: host"),
+    ],
+)
+def test_query_allow_chars_stay_in_the_query(
+    raw: bytes, policy: Policy, rule: str, component: str, offset: int
+) -> None:
+    with pytest.raises(InvalidTarget) as caught:
+        parse_target(raw, policy)
+    error = caught.value
+    assert (error.rule, error.component, error.offset) == (rule, component, offset)
+
+
+def test_query_allow_chars_and_allow_chars() -> None:
+    assert parse_target(b"/x?msg=a%0D%0Ab", QUERY_CRLF).get("msg") == "a\r\nb"
+    assert parse_target(b"/x%0D%0A?msg=%0A", QUERY_CRLF.replace(allow_chars="\r\n")).segments == (
+        "x\r\n",
+    )
+    assert BROWSER.query_allow_chars == "\t\n\r"
+    assert Policy.browser(query_allow_chars="").query_allow_chars == ""
+
+
+# --- constructors, and bad arguments -------------------------------------------------------------
+
+
+def test_invalid_target_constructors() -> None:
+    positional = InvalidTarget("too-long", "target", None, 8192)
+    keyword = InvalidTarget(rule="too-long", component="target", index=None, offset=8192)
+    for error in (positional, keyword):
+        assert (error.rule, error.component, error.index, error.offset) == (
+            "too-long",
+            "target",
+            None,
+            8192,
+        )
+        assert str(error) == (
+            "too-long: the request target is longer than allowed (target, byte offset 8192)"
+        )
+        assert repr(error) == "InvalidTarget('too-long', 'target', None, 8192)"
+    assert str(InvalidTarget("dot-segment", "path", 1, 3)).endswith(
+        "(path segment 1, byte offset 3)"
+    )
+    assert str(InvalidTarget("raw-char", "query", 0, 9)).endswith(
+        "(query parameter 0, byte offset 9)"
+    )
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        P(InvalidTarget.__new__(InvalidTarget), id="made without __init__"),
+        P(InvalidTarget("no-such-rule", "elsewhere", -1, 0), id="unknown rule"),  # type: ignore[arg-type]
+        P(InvalidTarget([], {}, "x", None), id="fields of odd types"),  # type: ignore[arg-type]
+    ],
+)
+def test_str_of_any_invalid_target_never_raises(error: InvalidTarget) -> None:
+    assert str(error).isprintable()
+    assert repr(error).startswith("InvalidTarget(")
+
+
+def test_target_constructor() -> None:
+    target = Target(b"/a/b?q=1", ("a", "b"), (("q", "1"),))
+    assert repr(target) == "Target(raw=b'/a/b?q=1', segments=('a', 'b'), query=(('q', '1'),))"
+    assert target == parse_target(b"/a/b?q=1")
+    lazy = Target(b"/caf%C3%A9/x%2Fy?q=a+b%2B&r", plus_as_space=True)
+    assert lazy.segments == ("café", "x/y")
+    assert lazy.query == (("q", "a b+"), ("r", ""))
+    assert Target(b"/x?q=a+b", plus_as_space=False).query == (("q", "a+b"),)
+    absolute = Target(b"http://h:1/p?q", ("p",), (("q", ""),), authority="h:1")
+    assert (absolute.raw_path, absolute.raw_query, absolute.authority) == (b"/p", b"q", "h:1")
+    assert Target(b"https://h?x").raw_path == b"/"
+    split = Target(b"/f;p=1", ("f",), (), params=((("p", "1"),),))
+    assert repr(split).endswith("params=((('p', '1'),),))")
+    assert copy.deepcopy(split) == split
+    assert pickle.loads(pickle.dumps(lazy)) == lazy
+
+
+@pytest.mark.parametrize("policy", [{}, "strict", Policy, 0])
+def test_wrong_policy_is_a_type_error_naming_it(policy: object) -> None:
+    with pytest.raises(TypeError, match="policy"):
+        parse_target(b"/a", policy)  # type: ignore[call-overload]

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from urlguard import InvalidTarget, Policy, parse_target
 from urlguard import _grammar as g
-from urlguard._target import _parse_carefully, _parse_fast
+from urlguard._parser_py import _parse
+from urlguard._target import Target
 
 P = pytest.param
 
@@ -103,136 +104,64 @@ def test_any_bytes_give_a_target_or_invalid_target(raw: bytes, policy: Policy) -
     assert all(isinstance(n, str) and isinstance(v, str) for n, v in target.query)
 
 
-# Targets the fast path takes: origin-form, every byte allowed raw in both
-# components, escapes of UTF-8 text, '+', query pairs; now and then one piece
-# it must decline. About three examples in four reach the comparison
-# (measured: 1,098 to 1,176 of 1,501 over eight runs); of arbitrary bytes
-# (any_targets), about one in twenty (65 to 89 of 1,500).
-FAST_POLICIES = [*POLICIES, Policy(raw_path_extra=ALL_EXTRA, raw_query_extra=ALL_EXTRA)]
-# Characters to send escaped: ASCII that needs it or may have it, Latin-1,
-# two-, three- and four-byte UTF-8, a combining mark, a private-use one.
-ESCAPED = ' "#%&+/;<=>?[\\]^`{|}~aZ09\xa0\xa9\xe9\xff\u0101\u03c9\u0416\u05e9\u0627'
-ESCAPED += "\u0301\u0915\u4e2d\u65e5\uac00\ue000\U0001d11e\U0001f600\U0010fffd"
+# --- the shortcut agrees with the whole route -------------------------------------------------
+
+PLAIN_POLICIES = [*POLICIES, Policy(raw_path_extra=ALL_EXTRA, raw_query_extra=ALL_EXTRA)]
+PLAIN_TOKENS = [b"/", b"/", b"//", b"?", b"&", b"=", b"+", b".", b"..", b"/.", b"a", b"Z", b"0"]
+PLAIN_TOKENS += [b"~", b"-", b"_", b":", b"@", b"!", b"$", b"'", b"(", b"*", b",", b"[", b"|"]
+plain_targets = st.lists(st.sampled_from(PLAIN_TOKENS), max_size=30).map(
+    lambda t: b"/" + b"".join(t)
+)
 
 
-# Whole path segments and query pairs that the fast path declines.
-DECLINED_SEGMENTS = ["a%2Fb", "%2f", "%5C", "a%5cb", "%25", "%2541", "a;b", ";p=1", "."]
-DECLINED_SEGMENTS += ["..", "%2E", ".%2e", "", "%zz", "a%4", "%C4", "%C0%AF", "%00", "%E2%80%AE"]
-DECLINED_PAIRS = ["q=%zz", "%C4=1", "q=%ED%A0%80", "q=%00", "%E2%80%AE", "q=%"]
-now_and_then = st.sampled_from([False] * 7 + [True])  # one in eight
-PAIR_SHAPES = st.sampled_from(["{}={}", "{}", ""])  # a pair, a name alone, an empty piece
-
-
-def escapes(chars: str) -> list[str]:
-    """Each character's UTF-8 as escapes, upper- and lower-case hex."""
-    encoded = [char.encode() for char in chars]
-    return [
-        "".join(spelling.format(b) for b in octets)
-        for octets in encoded
-        for spelling in ("%{:02X}", "%{:02x}")
-    ]
-
-
-def _texts(policy: Policy) -> tuple[st.SearchStrategy[str], ...]:
-    """Strategies for a path segment, a query name or value, and a segment
-    the fast path declines, under ``policy`` (built once: building them per
-    example would cost most of the test's time)."""
-    raw_ok = policy._fast_ok.decode()
-    # In the path '/', '%', '\\' as escapes and a raw ';' send the fast path
-    # to the careful one; in the query every escape is fine ('&' and '='
-    # included: they are data), and '+' is space or itself, by policy.
-    path_raw = [c for c in raw_ok if c not in "/?%;"]
-    query_raw = [c for c in raw_ok if c not in "&=%"]
-    path_tokens = path_raw + escapes(ESCAPED.translate({ord(c): None for c in "/%\\"}))
-    query_tokens = query_raw + escapes(ESCAPED)
-    declined = [piece for piece in DECLINED_SEGMENTS if set(piece) <= set(raw_ok)]
-    return (
-        st.lists(st.sampled_from(path_tokens), min_size=1, max_size=6).map("".join),
-        st.lists(st.sampled_from(query_tokens), max_size=6).map("".join),
-        st.sampled_from(declined),
-    )
-
-
-TEXTS = [_texts(policy) for policy in FAST_POLICIES]
-
-
-@st.composite
-def fast_path_cases(draw: st.DrawFn) -> tuple[Policy, bytes]:
-    """A policy, and a target its fast path is made for."""
-    which = draw(st.integers(0, len(FAST_POLICIES) - 1))
-    segment, query_text, declined = TEXTS[which]
-    segments = [draw(segment) for _ in range(draw(st.integers(1, 5)))]
-    if draw(now_and_then):
-        segments.insert(draw(st.integers(0, len(segments) - 1)), draw(declined))
-    if draw(st.booleans()):
-        segments.append("")  # a trailing slash
-    target = "/" + "/".join(segments)
-    if draw(st.booleans()):
-        pairs = []
-        for _ in range(draw(st.integers(0, 4))):
-            shape = draw(PAIR_SHAPES)
-            pairs.append(shape.format(draw(query_text), draw(query_text) if "=" in shape else ""))
-        if draw(now_and_then):
-            pairs.append(draw(st.sampled_from(DECLINED_PAIRS)))
-        target += "?" + "&".join(pairs)
-    return FAST_POLICIES[which], target.encode()
+def _verdict(parse: Callable[[], Target]) -> object:
+    try:
+        target = parse()
+    except InvalidTarget as error:
+        return (error.rule, error.component, error.index, error.offset)
+    return (target, target.segments, target.query, target.params, target.raw_path, target.raw_query)
 
 
 @settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
-@given(case=fast_path_cases())
-@example(case=(Policy(), b"/caf%C3%A9/x?q=a+b&k%3Dv=%26"))
-def test_fast_path_agrees_with_careful_path(case: tuple[Policy, bytes]) -> None:
-    """Whatever the fast path accepts, the careful path accepts identically."""
-    policy, raw = case
-    # What parse_target checks before it calls the fast path.
-    assert len(raw) <= policy.max_length
-    assert raw[:1] == b"/"
-    assert raw.translate(policy._fast_table) == raw
-    fast = _parse_fast(raw, policy)
-    if fast is None:
-        return
-    careful = _parse_carefully(raw, policy)
-    assert fast == careful
-    assert fast.segments == careful.segments
-    assert fast.query == careful.query
-    assert fast.params == careful.params
+@given(raw=plain_targets, policy=st.sampled_from(PLAIN_POLICIES))
+@example(raw=b"/.well-known/a?b=c+d", policy=Policy())
+def test_shortcut_agrees_with_the_whole_route(raw: bytes, policy: Policy) -> None:
+    """parse_target's shortcut for plain ASCII targets gives what the rules,
+    checked one by one, give."""
+    assert _verdict(lambda: parse_target(raw, policy)) == _verdict(lambda: _parse(raw, policy))
 
 
-# (raw target, policy, the query pairs): escapes of '&' and '=' are data,
-# so the fast path splits before decoding; it must take these targets.
-ESCAPED_SEPARATORS = [
-    (b"/s?q=a+%26+b&x=1", Policy(), (("q", "a & b"), ("x", "1"))),
-    (b"/s?k%3Dv=%3d&&=%26", Policy(), (("k=v", "="), ("", "&"))),
-    (b"/s?q=caf%C3%A9+%26+th%C3%A9", Policy(), (("q", "café & thé"),)),
-    (b"/s?q=a+%26+b", Policy(plus_as_space=False), (("q", "a+&+b"),)),
-    (b"/s?q=%5C\\%26", Policy.browser(), (("q", "\\\\&"),)),
+# --- kept separators ---------------------------------------------------------------------------
+
+KEEP_POLICIES = [
+    Policy(encoded_slash="keep"),
+    Policy(encoded_backslash="keep"),
+    Policy(encoded_slash="keep", encoded_backslash="keep"),
+    Policy.browser(encoded_slash="keep", encoded_backslash="keep", path_params="split"),
 ]
-
-
-@pytest.mark.parametrize(("raw", "policy", "query"), ESCAPED_SEPARATORS)
-def test_fast_path_splits_before_decoding_escaped_separators(
-    raw: bytes, policy: Policy, query: tuple[tuple[str, str], ...]
-) -> None:
-    fast = _parse_fast(raw, policy)
-    assert fast is not None
-    assert fast.query == query
-    assert fast == _parse_carefully(raw, policy)
-    assert parse_target(raw, policy).query == query
+KEPT_TOKENS = [b"%2F", b"%2f", b"%5C", b"%5c", b".", b"..", b"%2E", b"%2e", b"a", b";", b"=", b"/"]
+kept_targets = st.lists(st.sampled_from(KEPT_TOKENS), max_size=12).map(lambda t: b"/" + b"".join(t))
 
 
 @settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
-@given(raw=any_targets, policy=policies)
-@example(raw=b"/a/b?c=d+e", policy=Policy())
-def test_every_route_agrees_with_careful_path(raw: bytes, policy: Policy) -> None:
-    """Rejections come only from the careful path; whatever a faster route
-    accepts, the careful path accepts with the same result."""
+@given(raw=kept_targets, policy=st.sampled_from(KEEP_POLICIES))
+@example(raw=b"/..%2F..%2Fetc", policy=KEEP_POLICIES[0])
+@example(raw=b"/a%2F", policy=KEEP_POLICIES[0])
+def test_kept_separators_never_make_a_dot_or_empty_part(raw: bytes, policy: Policy) -> None:
+    """Whatever a policy that keeps %2F or %5C accepts, no segment splits on
+    the kept separators into a '.' or '..' part, or an empty part before
+    its last."""
     try:
         target = parse_target(raw, policy)
     except InvalidTarget:
         return
-    assert target == _parse_carefully(raw, policy)
-    assert target.raw_path == _parse_carefully(raw, policy).raw_path
-    assert target.raw_query == _parse_carefully(raw, policy).raw_query
+    separators = policy._kept_separators
+    for segment in target.segments:
+        parts = [segment]
+        for separator in separators:
+            parts = [piece for part in parts for piece in part.split(separator)]
+        assert not any(part in (".", "..") for part in parts), (raw, target.segments)
+        assert "" not in parts[:-1], (raw, target.segments)
 
 
 @settings(max_examples=500)
@@ -279,7 +208,7 @@ WORST_CASES = [
     P(lambda n: b"/" + b"a/" * ((n - 1) // 2), id="many segments"),
     P(
         lambda n: b"/" + b"%41" * ((n - 1) // 3),
-        id="escapes the fast path can't batch as UTF-8 runs",
+        id="escapes of single ASCII bytes",
     ),
     P(lambda n: b"/" + b"a" * (n - 2) + b"%", id="rejected at the very end"),
     P(lambda n: b"/" + b"%2e%2E/" * ((n - 1) // 7), id="dot segments"),
@@ -287,6 +216,7 @@ WORST_CASES = [
 ]
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("make", WORST_CASES)
 def test_parsing_is_linear_in_the_worst_case(make: Callable[[int], bytes]) -> None:
     """Doubling the length of a worst case about doubles its cost: 4, 8 and

@@ -24,10 +24,12 @@ from ._encode import (
     pretty_uri,
 )
 from ._errors import RULES, InvalidTarget
+from ._parser import IMPLEMENTATION, parse_target
 from ._policy import Policy
-from ._target import Target, parse_target
+from ._target import Target
 
 __all__ = [
+    "IMPLEMENTATION",
     "RULES",
     "Config",
     "InvalidTarget",
@@ -45,3 +47,7 @@ __all__ = [
     "parse_target",
     "pretty_uri",
 ]
+
+#: The version of this release, the same as the distribution's metadata
+#: (``tests/test_repository.py`` checks that they agree).
+__version__ = "0.1.0"

@@ -36,9 +36,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Final, Literal, Protocol
 
 from ._errors import RULES, InvalidTarget
+from ._parser import parse_target
 from ._policy import Policy
 from ._routes import RouteTable, is_server_wide_options
-from ._target import parse_target
 
 Format = Literal["auto", "combined", "common", "targets"]
 FORMATS: Final[tuple[str, ...]] = ("auto", "combined", "common", "targets")

@@ -2,8 +2,9 @@
 cleaning and pretty printing.
 
 Security model. A URL is built by encoding each decoded piece on its own and
-only then joining the pieces with delimiters (seed 003: "percent-encode each
-individual URI component, then concatenate"). Each encoder therefore always
+only then joining the pieces with delimiters, the order "How do you escape a
+complete URI?" (Matt Giuca, 2012) calls the only correct one: once joined,
+nobody can tell a delimiter from data. Each encoder therefore always
 escapes the characters that are delimiters in its component ('/' in a path
 segment; '&', '+', '#' and, in a name, '=' in the query), so the receiver
 splits exactly where the sender joined. Encoders never guess whether their
@@ -18,9 +19,9 @@ safe set is derived from :mod:`urlguard._grammar`.
     >>> parse_target(target).segments, parse_target(target).query
     (('blue+light blue', 'café'), (('q', 'a&b==c'),))
 
-URI cleaning and pretty printing (seed 003) are not encoding: they turn a
-complete URI typed by a person into a valid one and back, for display only.
-Never build URIs with them.
+URI cleaning and pretty printing (as that article defines them) are not
+encoding: they turn a complete URI typed by a person into a valid one and
+back, for display only. Never build URIs with them.
 """
 
 from __future__ import annotations
@@ -43,24 +44,28 @@ _SPACE: Final = ord(" ")
 # -- per-component safe sets (RFC 3986 §3.3-§3.5) ---------------------------
 #
 # Path segment: pchar, minus ';' so that the output reads back the same when
-# the receiver splits matrix parameters (Policy(path_params="split"), seed
-# 001). pchar holds neither '/' nor '%', so both are always escaped.
+# the receiver splits matrix parameters (Policy(path_params="split"), as in
+# "What every web developer must know about URL encoding"). pchar holds
+# neither '/' nor '%', so both are always escaped.
 PATH_SEGMENT_SAFE: Final = g.PCHAR - {g.SEMICOLON}
 # Query: what the query allows raw, minus '%' (escapes), '&' (pair
 # separator), '+' (space under form semantics) and '#' (ends the query).
 QUERY_VALUE_SAFE: Final = g.QUERY_RAW - {g.PERCENT, _AMPERSAND, g.PLUS, g.HASH}
-# A name also ends at its first '='; a value may keep '=' raw (seed 001:
-# "a&b==c" is sent as "a%26b==c").
+# A name also ends at its first '='; a value may keep '=' raw (the example of
+# "What every web developer must know about URL encoding": "a&b==c" is sent
+# as "a%26b==c").
 QUERY_NAME_SAFE: Final = QUERY_VALUE_SAFE - {_EQUALS}
 # Fragment: no delimiters inside it; only '%' (and '#', never raw) escaped.
 FRAGMENT_SAFE: Final = g.FRAGMENT_RAW - {g.PERCENT, g.HASH}
 
 # URI cleaning escapes exactly the characters RFC 3986 never allows raw
-# (seed 003, "RFC 3986"): space, controls, " < > \ ^ ` { | } and non-ASCII.
+# ("How do you escape a complete URI?", on RFC 3986): space, controls,
+# " < > \ ^ ` { | } and non-ASCII.
 # Everything else, '%' and every reserved character included, stays raw.
 CLEAN_KEEP: Final = g.ALL_ASCII - g.CONTROLS - g.EXCLUDED_PRINTABLE
 # Pretty printing decodes, of ASCII, only unreserved characters, space and
-# " < > \ ^ ` { | } (seed 003); never reserved characters, '%' or controls.
+# " < > \ ^ ` { | } (the same article); never reserved characters, '%' or
+# controls.
 PRETTY_ASCII: Final = g.UNRESERVED | g.EXCLUDED_PRINTABLE
 
 
@@ -375,10 +380,11 @@ def build_url(
 def clean_uri(uri: str) -> str:
     """Make a URI typed by a person valid, changing nothing that has a meaning.
 
-    Seed 003, "URI cleaning" for RFC 3986: escapes (as UTF-8, upper-case hex)
-    exactly space, controls, ``" < > \\ ^ ` { | }`` and non-ASCII characters;
-    never a reserved character and never a valid ``%XX``; a ``%`` not followed
-    by two hex digits becomes ``%25`` (the seed's "advanced" cleaning).
+    "URI cleaning" for RFC 3986, as "How do you escape a complete URI?"
+    (Matt Giuca, 2012) defines it: escapes (as UTF-8, upper-case hex) exactly
+    space, controls, ``" < > \\ ^ ` { | }`` and non-ASCII characters; never a
+    reserved character and never a valid ``%XX``; a ``%`` not followed by two
+    hex digits becomes ``%25`` (the article's "advanced" cleaning).
     Idempotent. For input from outside only: never build URIs this way, since
     no cleaner can know which ``#`` or ``&`` was meant as data.
 
@@ -394,7 +400,8 @@ def clean_uri(uri: str) -> str:
 def pretty_uri(uri: str) -> str:
     """A URI for display: decode only the escapes that are safe to show.
 
-    Seed 003, "pretty printing": ``%XX`` runs are decoded where they give
+    "Pretty printing", as "How do you escape a complete URI?" defines it:
+    ``%XX`` runs are decoded where they give
     unreserved characters, space, ``" < > \\ ^ ` { | }`` or valid UTF-8
     non-ASCII characters. Reserved characters, ``%``, controls (U+0000-U+001F,
     U+007F-U+009F), the bidi controls, line separators and noncharacters of

@@ -1,14 +1,14 @@
 """The one error family: a rejected request target.
 
-An ``InvalidTarget`` names exactly one rule code (DESIGN.md section 2), where in the
-target it was found, and why, in words. Its message is built from those
+An ``InvalidTarget`` names exactly one rule code (see docs/rules.md), where
+in the target it was found, and why, in words. Its message is built from those
 fields alone and never contains any of the input, so it is safe to log, to
 show, and to send back in a 400.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
 Rule = Literal[
     "too-long",
@@ -27,13 +27,15 @@ Rule = Literal[
 ]
 Component = Literal["target", "path", "query"]
 
-#: Every rule code, in the order the parser applies them: first to the whole
-#: target (too-long, fragment, bad-form), then raw-char and too-many (path,
-#: then query), then segment by segment (empty-segment; for each piece of
-#: the segment malformed-escape, encoded-slash, encoded-backslash,
-#: invalid-utf8, forbidden-char; then dot-segment and double-encoding), then
-#: query pair by pair (name, then value: malformed-escape, invalid-utf8,
-#: forbidden-char). The first violation found is the one reported.
+#: Every rule code. The parser applies them in this order: first to the whole
+#: target (too-long, fragment, then bad-form, which includes the checks of an
+#: absolute-form authority), then raw-char and too-many (path, then query),
+#: then segment by segment (an empty segment; for each piece of the segment
+#: malformed-escape, encoded-slash, encoded-backslash, invalid-utf8,
+#: forbidden-char; then dot-segment, empty-segment of the parts a kept
+#: separator makes, double-encoding), then query pair by pair (name, then
+#: value: malformed-escape, invalid-utf8, forbidden-char). The first
+#: violation found is the one reported; docs/rules.md tells the whole order.
 RULES: Final[tuple[Rule, ...]] = (
     "too-long",
     "fragment",
@@ -74,59 +76,60 @@ class InvalidTarget(ValueError):
 
     Attributes:
         rule: the rule code, one of :data:`RULES` (``"invalid-utf8"``, ...).
-        component: ``"target"`` for rules about the whole target, else
-            ``"path"`` or ``"query"``.
+        component: ``"target"`` for rules about the whole target (and the
+            authority of an absolute-form target), else ``"path"`` or ``"query"``.
         index: the path segment or query pair (counting the non-empty ones)
             where the problem is, or ``None`` for a rule about the whole target.
         offset: the byte offset in the raw target where the problem starts.
         reason: one line saying what is wrong, without any of the input.
 
-    Built positionally, ``InvalidTarget(rule, component, index, offset)``,
-    as the parser does (an application's own tests may build one too).
+    Built like any exception, positionally or by keyword::
+
+        >>> error = InvalidTarget("too-long", "target", None, 8192)
+        >>> error == error and str(error)
+        'too-long: the request target is longer than allowed (target, byte offset 8192)'
+        >>> InvalidTarget(rule="dot-segment", component="path", index=1, offset=3).index
+        1
     """
 
-    # No __init__ of its own: BaseException keeps the four fields in
-    # ``args`` in one C call, and the attributes read them from there. A
-    # Python-level __init__ storing five attributes cost about a tenth of a
-    # rejection's instructions: rejections are a hot path too, under attack.
-    # The message is built only when shown.
-    __slots__ = ()
-    args: tuple[Rule, Component, int | None, int]
+    __slots__ = ("component", "index", "offset", "rule")
+    rule: Rule
+    component: Component
+    index: int | None
+    offset: int
 
-    if TYPE_CHECKING:
-
-        def __init__(
-            self, rule: Rule, component: Component, index: int | None, offset: int, /
-        ) -> None: ...
-
-    @property
-    def rule(self) -> Rule:
-        return self.args[0]
-
-    @property
-    def component(self) -> Component:
-        return self.args[1]
-
-    @property
-    def index(self) -> int | None:
-        return self.args[2]
-
-    @property
-    def offset(self) -> int:
-        return self.args[3]
+    def __init__(self, rule: Rule, component: Component, index: int | None, offset: int) -> None:
+        # Kept in ``args`` too, so that pickling and copying rebuild the error.
+        super().__init__(rule, component, index, offset)
+        self.rule = rule
+        self.component = component
+        self.index = index
+        self.offset = offset
 
     @property
     def reason(self) -> str:
-        return REASONS[self.args[0]]
+        rule = getattr(self, "rule", None)
+        unknown = "the request target was rejected"
+        return REASONS.get(rule, unknown) if isinstance(rule, str) else unknown  # type: ignore[call-overload]
 
     def __str__(self) -> str:
-        where = (
-            self.component
-            if self.index is None
-            else f"{self.component} {_piece(self.component)} {self.index}"
-        )
-        return f"{self.rule}: {self.reason} ({where}, byte offset {self.offset})"
+        # From the fields alone, never from the input; and never raising, even
+        # on an instance made without __init__ or with fields of odd types.
+        rule = getattr(self, "rule", None)
+        component = getattr(self, "component", None)
+        index = getattr(self, "index", None)
+        offset = getattr(self, "offset", None)
+        rule_text = rule if isinstance(rule, str) else "rejected"
+        where = component if isinstance(component, str) else "target"
+        if isinstance(index, int):
+            where = f"{where} {_piece(where)} {index}"
+        at = f", byte offset {offset}" if isinstance(offset, int) else ""
+        return f"{rule_text}: {self.reason} ({where}{at})"
+
+    def __repr__(self) -> str:
+        fields = (getattr(self, name, None) for name in ("rule", "component", "index", "offset"))
+        return f"InvalidTarget({', '.join(map(repr, fields))})"
 
 
-def _piece(component: Component) -> str:
+def _piece(component: object) -> str:
     return "segment" if component == "path" else "parameter"

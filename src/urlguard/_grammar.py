@@ -61,11 +61,16 @@ ALL_ASCII = frozenset(range(0x80))
 CONTROLS = frozenset(range(0x20)) | {0x7F}
 EXCLUDED_PRINTABLE = frozenset(b' "<>\\^`{|}')
 
-# What current browsers send raw beyond RFC 3986 (measured, LANDSCAPE.md):
-# Chromium sends '[' ']' raw in the path, Firefox also '|'; both send
-# '[' '\' ']' '^' '`' '{' '|' '}' raw in the query.
+# What current browsers send raw beyond RFC 3986 (measured with Chromium and
+# Firefox; docs/servers.md): Chromium sends '[' ']' raw in the path, Firefox
+# also '|'; both send '[' '\' ']' '^' '`' '{' '|' '}' raw in the query.
 BROWSER_PATH_EXTRA = frozenset(b"[]|")
 BROWSER_QUERY_EXTRA = frozenset(b"[\\]^`{|}")
+
+# What browsers put, percent-encoded, into query text that a user typed: a
+# GET form's <textarea> sends its line breaks as %0D%0A and tabs as %09
+# (measured with Chromium 156 and Firefox ESR 153). Never in the path.
+BROWSER_QUERY_CHARS = "\t\n\r"
 
 # The only extras a policy may allow raw: printable ASCII outside RFC 3986's
 # sets. Never '#' (it ends the target), never '%' (escapes), never space or a
@@ -83,7 +88,7 @@ def to_str(chars: frozenset[int]) -> str:
     return "".join(chr(c) for c in sorted(chars))
 
 
-# Decoded characters forbidden by default (DESIGN.md §2, rule forbidden-char):
+# Decoded characters forbidden by default (rule forbidden-char, docs/rules.md):
 # C0 and C1 controls and DEL; the line and paragraph separators; the bidi
 # controls that reorder displayed text (Unicode TR9, CVE-2021-42574 "Trojan
 # Source"); and the noncharacters (Unicode §23.7), which are never for

@@ -33,9 +33,10 @@ from urllib.parse import quote_from_bytes
 from . import _grammar as g
 from ._config import MODES, Config, Mode, check_prefix, load_config, route_policy
 from ._errors import InvalidTarget
+from ._parser import parse_target
 from ._policy import DEFAULT_POLICY, Policy
 from ._routes import ABSOLUTE_PREFIX, Route, RouteTable
-from ._target import Target, parse_target
+from ._target import Target
 
 __all__ = [
     "LOGGER",

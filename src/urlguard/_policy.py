@@ -1,10 +1,10 @@
 """What an application accepts: one switch per rule, checked at construction.
 
-A ``Policy`` is a frozen value. Everything the parser needs from it (byte
-tables, the forbidden-character pattern, which fast paths are safe) is
-derived once, in ``__post_init__``, so that parsing never re-reads the
-configuration. Bad configuration raises ``TypeError`` or ``ValueError`` naming
-the key; nothing is coerced silently.
+A ``Policy`` is a frozen value. Everything the parsers need from it (byte
+tables, the allowed code points, patterns) is derived once, in
+``__post_init__``, so that parsing never re-reads the configuration. Bad
+configuration raises ``TypeError`` or ``ValueError`` naming the key; nothing
+is coerced silently.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ _LIMITS: Final = ("max_length", "max_segments", "max_params")
 class Policy:
     """The rules a request target must pass. ``Policy()`` is the strict default.
 
-    Every field is a switch for one rule of DESIGN.md §2:
+    Every field is a switch for one rule (docs/rules.md):
 
     - ``max_length`` (8192 bytes), ``max_segments`` (128), ``max_params``
       (1000): rules ``too-long`` and ``too-many``.
@@ -43,7 +43,8 @@ class Policy:
       accepted raw beyond RFC 3986 (rule ``raw-char``); ``Policy.browser()``
       sets them to what browsers send.
     - ``encoded_slash``, ``encoded_backslash``: ``"reject"`` or ``"keep"``
-      (``%2F`` stays ``/`` inside the decoded segment).
+      (``%2F`` stays ``/`` inside the decoded segment; the parts it separates
+      there still obey ``dot_segment`` and ``empty_segment``).
     - ``dot_segment``, ``empty_segment``, ``double_encoding``: ``"reject"``
       or ``"allow"``.
     - ``path_params``: ``"literal"`` (``;`` is data), ``"reject"`` (a raw
@@ -54,8 +55,10 @@ class Policy:
       ranges, e.g. ``[(0x20, 0x7E), (0xA0, 0xFF)]`` for Latin-1 text only.
       The default forbidden characters (controls, bidi controls, line
       separators, noncharacters) stay forbidden either way.
-    - ``allow_chars``: characters accepted even so, e.g. ``"\\r\\n"`` for
-      textarea input sent in a query.
+    - ``allow_chars``: characters accepted even so, in the path and the query.
+    - ``query_allow_chars``: characters accepted even so in query names and
+      values only, e.g. ``"\\r\\n"`` for textarea text sent by a GET form.
+      Prefer it to ``allow_chars``, which would let ``%0D%0A`` into a path.
 
     Example::
 
@@ -78,24 +81,33 @@ class Policy:
     plus_as_space: bool = True
     allowed_ranges: Sequence[tuple[int, int]] | None = None
     allow_chars: str = ""
+    query_allow_chars: str = ""
 
-    # Derived in __post_init__; not fields, so they take no part in ==, hash, repr.
-    _path_ok: bytes = dataclasses.field(init=False, repr=False, compare=False)
-    _query_ok: bytes = dataclasses.field(init=False, repr=False, compare=False)
-    _fast_ok: bytes = dataclasses.field(init=False, repr=False, compare=False)
-    _fast_table: bytes = dataclasses.field(init=False, repr=False, compare=False)
+    # Derived in __post_init__ for the parsers; not fields, so they take no
+    # part in ==, hash or repr.
+    #: 256 bytes each: non-zero where a byte may appear raw in the path / query.
+    _raw_path_table: bytes = dataclasses.field(init=False, repr=False, compare=False)
+    _raw_query_table: bytes = dataclasses.field(init=False, repr=False, compare=False)
+    #: Sorted, merged, inclusive code point intervals that decoded text may
+    #: hold, in path segments (and the authority) / in query names and values.
+    _path_allowed: tuple[tuple[int, int], ...] = dataclasses.field(
+        init=False, repr=False, compare=False
+    )
+    _query_allowed: tuple[tuple[int, int], ...] = dataclasses.field(
+        init=False, repr=False, compare=False
+    )
+    #: The same sets as patterns that find the first byte or character outside.
+    _path_raw_bad: re.Pattern[bytes] = dataclasses.field(init=False, repr=False, compare=False)
+    _query_raw_bad: re.Pattern[bytes] = dataclasses.field(init=False, repr=False, compare=False)
+    _path_forbidden: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
+    _query_forbidden: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
+    #: The characters that a kept %2F / %5C become inside a decoded segment.
+    _kept_separators: str = dataclasses.field(init=False, repr=False, compare=False)
+    #: The reference parser's shortcut: a translate() table that keeps the
+    #: bytes of a plain target and changes every other one, and the longest
+    #: target it may take (-1: never).
     _plain_table: bytes = dataclasses.field(init=False, repr=False, compare=False)
-    _plain_path_table: bytes = dataclasses.field(init=False, repr=False, compare=False)
-    _plain_query_table: bytes = dataclasses.field(init=False, repr=False, compare=False)
-    _reject_empty: bool = dataclasses.field(init=False, repr=False, compare=False)
-    _reject_dots: bool = dataclasses.field(init=False, repr=False, compare=False)
     _plain_max: int = dataclasses.field(init=False, repr=False, compare=False)
-    _counts_safe: int = dataclasses.field(init=False, repr=False, compare=False)
-    _path_bad: re.Pattern[bytes] = dataclasses.field(init=False, repr=False, compare=False)
-    _query_bad: re.Pattern[bytes] = dataclasses.field(init=False, repr=False, compare=False)
-    _forbidden: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
-    _ascii_clean: bool = dataclasses.field(init=False, repr=False, compare=False)
-    _printable_ok: bool = dataclasses.field(init=False, repr=False, compare=False)
 
     FIELDS: ClassVar[tuple[str, ...]]
 
@@ -116,70 +128,70 @@ class Policy:
             raise TypeError("Policy.plus_as_space must be a bool")
         path_extra = _raw_extra("raw_path_extra", self.raw_path_extra)
         query_extra = _raw_extra("raw_query_extra", self.raw_query_extra)
-        if type(self.allow_chars) is not str:
-            raise TypeError("Policy.allow_chars must be a str")
+        for name in ("allow_chars", "query_allow_chars"):
+            if type(getattr(self, name)) is not str:
+                raise TypeError(f"Policy.{name} must be a str")
         ranges = _check_ranges(self.allowed_ranges)
         set_ = object.__setattr__  # the documented way to derive fields of a frozen dataclass
         set_(self, "allowed_ranges", ranges)
 
-        path_ok = g.PATH_RAW | path_extra
+        path_raw = g.PATH_RAW | path_extra
         if self.path_params == "reject":
-            path_ok = path_ok - {g.SEMICOLON}
-        query_ok = g.QUERY_RAW | query_extra
-        set_(self, "_path_ok", g.to_bytes(path_ok))
-        set_(self, "_query_ok", g.to_bytes(query_ok))
-        set_(self, "_path_bad", _outside(path_ok))
-        set_(self, "_query_bad", _outside(query_ok))
-        # One translate() over the whole target is enough when every byte is
-        # allowed in both components ('?' itself ends the path).
-        fast_ok = (path_ok | {g.QUESTION}) & query_ok
-        set_(self, "_fast_ok", g.to_bytes(fast_ok))
-        # For checks that build nothing per call: raw.translate(table) == raw.
-        set_(self, "_fast_table", _keeping(fast_ok))
-        set_(self, "_plain_table", _keeping(fast_ok - {g.PERCENT, g.SEMICOLON}))
-        # For a path and a query handed over apart (ASGI): a '?' in the path
-        # would be a separator once joined, and a ';' in the query is data.
-        set_(self, "_plain_path_table", _keeping(fast_ok - {g.PERCENT, g.SEMICOLON, g.QUESTION}))
-        set_(self, "_plain_query_table", _keeping(fast_ok - {g.PERCENT}))
-        set_(self, "_reject_empty", self.empty_segment == "reject")
-        set_(self, "_reject_dots", self.dot_segment == "reject")
-        allowed = _allowed_intervals(ranges, self.allow_chars)
-        forbidden = _forbidden_pattern(allowed)
-        set_(self, "_forbidden", forbidden)
-        # Text decoded from a target without '%' is made of the raw bytes
-        # (and a space from '+'): if none of those can be forbidden, the
-        # forbidden-char check is skipped on that fast path.
-        raw_text = g.to_str(path_ok | query_ok | {ord(" ")})
-        set_(self, "_ascii_clean", forbidden.search(raw_text) is None)
-        # Every default-forbidden character is one that str.isprintable()
-        # refuses (Unicode categories Cc, Cf, Zl, Zp, Cn; tested), so with
-        # no narrower allowed_ranges, printable text needs no search.
-        set_(self, "_printable_ok", ranges is None)
-        # The parser's plain path (see parse_target) serves targets up to
-        # this length: n bytes hold at most n segments or n query pairs, so
-        # no count can pass a limit. A policy that forbids some ASCII
-        # characters never takes it.
+            path_raw = path_raw - {g.SEMICOLON}
+        query_raw = g.QUERY_RAW | query_extra
+        set_(self, "_raw_path_table", _table(path_raw))
+        set_(self, "_raw_query_table", _table(query_raw))
+        set_(self, "_path_raw_bad", _outside(path_raw))
+        set_(self, "_query_raw_bad", _outside(query_raw))
+
+        path_allowed = _allowed_intervals(ranges, self.allow_chars)
+        query_allowed = _allowed_intervals(ranges, self.allow_chars + self.query_allow_chars)
+        set_(self, "_path_allowed", tuple(path_allowed))
+        set_(self, "_query_allowed", tuple(query_allowed))
+        set_(self, "_path_forbidden", _forbidden_pattern(path_allowed))
+        set_(self, "_query_forbidden", _forbidden_pattern(query_allowed))
+        kept = ("/" if self.encoded_slash == "keep" else "") + (
+            "\\" if self.encoded_backslash == "keep" else ""
+        )
+        set_(self, "_kept_separators", kept)
+
+        # A plain target: every byte allowed raw in both components ('?' ends
+        # the path), no escape and no ';'. Its decoded text is its bytes (and
+        # a space for '+'); when the policy forbids none of those characters
+        # and the target is no longer than the smallest limit (n bytes hold at
+        # most n segments or pairs), only the dot and empty segment rules
+        # are left to check.
+        plain = ((path_raw | {g.QUESTION}) & query_raw) - {g.PERCENT, g.SEMICOLON}
+        plain_text = g.to_str(plain | {ord(" ")})
+        clean = (
+            self._path_forbidden.search(plain_text) is None
+            and self._query_forbidden.search(plain_text) is None
+        )
+        set_(self, "_plain_table", _keeping(plain))
         limit = min(self.max_length, self.max_segments, self.max_params)
-        set_(self, "_plain_max", limit if self._ascii_clean else -1)
-        # Up to this length, neither count can pass its limit either.
-        set_(self, "_counts_safe", min(self.max_segments, self.max_params))
+        set_(self, "_plain_max", limit if clean else -1)
 
     @classmethod
     def browser(cls, **changes: Any) -> Policy:
         """The browser-compatible preset: also accepts, raw, what current
-        Chromium and Firefox send raw (LANDSCAPE.md): ``[ ] |`` in the path,
-        ``[ ] \\ ^ | { }`` and backtick in the query. Other switches as given."""
+        Chromium and Firefox send raw (docs/servers.md): ``[ ] |`` in the path,
+        ``[ ] \\ ^ | { }`` and backtick in the query; and CR, LF and TAB in
+        query text, which both send from a ``<textarea>`` in a GET form. Other
+        switches as given."""
         changes.setdefault("raw_path_extra", g.to_str(g.BROWSER_PATH_EXTRA))
         changes.setdefault("raw_query_extra", g.to_str(g.BROWSER_QUERY_EXTRA))
+        changes.setdefault("query_allow_chars", g.BROWSER_QUERY_CHARS)
         return cls(**changes)
 
     def replace(self, **changes: Any) -> Policy:
         """A copy with some switches changed, validated like a new one."""
         return dataclasses.replace(self, **changes)
 
-    def allows_char(self, char: str) -> bool:
-        """Whether one decoded character passes the ``forbidden-char`` rule."""
-        return self._forbidden.search(char) is None
+    def allows_char(self, char: str, component: Literal["path", "query"] = "path") -> bool:
+        """Whether one decoded character passes the ``forbidden-char`` rule
+        in ``component``."""
+        forbidden = self._query_forbidden if component == "query" else self._path_forbidden
+        return forbidden.search(char) is None
 
 
 Policy.FIELDS = tuple(f.name for f in dataclasses.fields(Policy) if f.init)
@@ -193,6 +205,11 @@ def _raw_extra(name: str, value: object) -> frozenset[int]:
         allowed = g.to_str(g.ALLOWABLE_RAW_EXTRA)
         raise ValueError(f"Policy.{name} may only contain characters from {allowed!r}")
     return chars
+
+
+def _table(allowed: frozenset[int]) -> bytes:
+    """256 bytes: 1 where the byte is in ``allowed``, else 0."""
+    return bytes(int(b in allowed) for b in range(256))
 
 
 def _keeping(allowed: frozenset[int]) -> bytes:

@@ -58,9 +58,9 @@ from ._guard import (
     rebuild_target,
     strip_root,
 )
+from ._parser import parse_split_target
 from ._policy import Policy
 from ._routes import is_server_wide_options
-from ._target import parse_split_target
 
 __all__ = ["ASGIApp", "OnReject", "OnViolation", "StrictURLMiddleware"]
 

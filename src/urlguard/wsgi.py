@@ -55,9 +55,9 @@ from ._guard import (
     rebuild_target,
     strip_root,
 )
+from ._parser import parse_target
 from ._policy import Policy
 from ._routes import is_server_wide_options
-from ._target import parse_target
 
 __all__ = ["OnReject", "OnViolation", "StrictURLMiddleware"]
 

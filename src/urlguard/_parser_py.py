@@ -1,0 +1,331 @@
+"""The reference parser: the rules of docs/rules.md, in their order, top to bottom.
+
+The raw request target is split into path segments and query pairs *before*
+anything is percent-decoded (RFC 3986 §2.4: "the only time when octets within
+a URI are percent-encoded is during the process of producing the URI from its
+component parts"), then each piece is decoded as strict UTF-8 (RFC 3629) and
+its characters are checked against the policy. Nothing is normalized: a
+target is accepted as it is, or rejected with the first rule it breaks.
+
+This module states the rules; the compiled module (``_parser_c``) must give
+the same answer on every input, and the tests hold it to that.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final, overload
+from urllib.parse import unquote_to_bytes
+
+from . import _grammar as g
+from ._errors import Component, InvalidTarget
+from ._policy import DEFAULT_POLICY, Policy
+from ._target import Pairs, Target
+
+_DOTS: Final = frozenset((".", ".."))
+
+# RFC 3986 §2.1: pct-encoded = "%" HEXDIG HEXDIG (either case).
+_MALFORMED_ESCAPE: Final = re.compile(rb"%(?![0-9A-Fa-f]{2})")
+_ENCODED_SLASH: Final = re.compile(rb"%2[Ff]")
+_ENCODED_BACKSLASH: Final = re.compile(rb"%5[Cc]")
+# An escape left in decoded text: the sign of %25XX, i.e. double encoding.
+_ESCAPE_IN_TEXT: Final = re.compile(r"%[0-9A-Fa-f]{2}")
+
+# RFC 9112 §3.2.2 absolute-form, for the schemes of RFC 9110 §4.2 (scheme
+# names are case-insensitive, RFC 3986 §3.1).
+_SCHEME: Final = re.compile(rb"https?://", re.IGNORECASE)
+# RFC 3986 §3.2: authority = [ userinfo "@" ] host [ ":" port ], without the
+# userinfo, which RFC 9110 §4.2.4 tells recipients to treat as an error, and
+# with a host that is not empty (RFC 9110 §4.2.1). An IP-literal is checked
+# for its shape only; a reg-name's escapes are checked like a segment's.
+#   IP-literal = "[" ( IPv6address / IPvFuture ) "]"
+#   IPvFuture  = "v" 1*HEXDIG "." 1*( unreserved / sub-delims / ":" )
+#   reg-name   = *( unreserved / pct-encoded / sub-delims )
+#   port       = *DIGIT   (here at most five, at most 65535: RFC 793's 16 bits)
+_REG_NAME_BYTE: Final = re.escape(g.to_bytes(g.REG_NAME | {g.PERCENT}))
+_AUTHORITY: Final = re.compile(
+    rb"(?P<host>\[[0-9A-Fa-f:.]+\]"
+    rb"|\[[Vv][0-9A-Fa-f]+\.[" + re.escape(g.to_bytes(g.REG_NAME | {ord(":")})) + rb"]+\]"
+    rb"|(?P<reg_name>[" + _REG_NAME_BYTE + rb"]+))"
+    rb"(?::(?P<port>[0-9]{0,5}))?"
+)
+# What a reg-name must not decode to: these would change the authority's
+# form (userinfo, port, IP-literal, query, fragment) or hide another escape.
+_AUTHORITY_DELIMITERS: Final = re.compile(r"[@:?#\[\]%]")
+
+
+@overload
+def parse_target(raw: bytes | bytearray | memoryview, policy: Policy | None = None) -> Target: ...
+@overload
+def parse_target(raw: str, policy: Policy | None = None) -> Target: ...
+def parse_target(raw: bytes | bytearray | memoryview | str, policy: Policy | None = None) -> Target:
+    """Split, decode and check a raw request target; return its decoded pieces.
+
+    ``raw`` is the target exactly as the client sent it: bytes, or a ``str``
+    (encoded as UTF-8 first, so any non-ASCII character is a ``raw-char``).
+    Origin-form (``/path?query``) and http(s) absolute-form are accepted.
+
+    Raises :class:`InvalidTarget` naming one rule, and nothing else, whatever
+    the bytes. The same input always reports the same rule.
+
+        >>> from urlguard import Policy
+        >>> parse_target(b"/blue%2Fred%3Fand+green", Policy(encoded_slash="keep")).segments
+        ('blue/red?and+green',)
+        >>> parse_target(b"/pubmed?term=%C4rzteblatt")
+        Traceback (most recent call last):
+          ...
+        urlguard._errors.InvalidTarget: invalid-utf8: ...
+    """
+    p = _policy_of(policy)
+    raw = _as_bytes(raw)
+    # The shortcut: a short plain ASCII target (no escape, no ';', every
+    # byte allowed raw in path and query) can break only the dot and empty
+    # segment rules, and '/.' and '//' are the only ways to break them.
+    if 0 < len(raw) <= p._plain_max and raw[0] == g.SLASH and raw.translate(p._plain_table) == raw:
+        path = raw.decode().partition("?")[0]  # ASCII, as the table says
+        if "//" not in path and "/." not in path:
+            return Target(raw, plus_as_space=p.plus_as_space)
+    return _parse(raw, p)
+
+
+def parse_split_target(
+    raw_path: bytes | bytearray | memoryview, query: bytes | bytearray | memoryview, policy: Policy
+) -> Target:
+    """``parse_target`` of a target that a server hands over in two parts
+    (ASGI's ``raw_path`` and ``query_string``): of ``raw_path + b"?" +
+    query``, or of ``raw_path`` alone when ``query`` is empty."""
+    raw_path, query = _as_bytes(raw_path), _as_bytes(query)
+    return parse_target(raw_path + b"?" + query if query else raw_path, policy)
+
+
+def _parse(raw: bytes, p: Policy) -> Target:
+    # The whole target: its length, a fragment, its form.
+    if len(raw) > p.max_length:
+        raise InvalidTarget("too-long", "target", None, p.max_length)
+    hash_at = raw.find(b"#")
+    if hash_at >= 0:  # RFC 9110 §7.1: a fragment is never sent
+        raise InvalidTarget("fragment", "target", None, hash_at)
+    path_start, authority = (0, None) if raw[:1] == b"/" else _absolute_form(raw, p)
+    question = raw.find(b"?", path_start)
+    path_end = len(raw) if question < 0 else question
+
+    # raw-char: bytes RFC 3986 §3.3 and §3.4 do not allow raw (and the extras).
+    bad = p._path_raw_bad.search(raw, path_start, path_end)
+    if bad:
+        index = raw.count(b"/", path_start, bad.start()) - 1
+        raise InvalidTarget("raw-char", "path", max(index, 0), bad.start())
+    if question >= 0:
+        bad = p._query_raw_bad.search(raw, question + 1)
+        if bad:
+            before = raw[question + 1 : bad.start()].split(b"&")[:-1]
+            raise InvalidTarget("raw-char", "query", sum(1 for x in before if x), bad.start())
+
+    # too-many: path segments, then non-empty query pairs.
+    raw_path = raw[path_start:path_end] or b"/"  # RFC 9112 §3.2.2: empty path means "/"
+    raw_segments = raw_path[1:].split(b"/")
+    if len(raw_segments) > p.max_segments:
+        offset = path_start + sum(len(s) + 1 for s in raw_segments[: p.max_segments])
+        raise InvalidTarget("too-many", "path", p.max_segments, offset)
+    raw_pairs = _pieces(raw, question + 1, b"&") if question >= 0 else []
+    if len(raw_pairs) > p.max_params:
+        raise InvalidTarget("too-many", "query", p.max_params, raw_pairs[p.max_params][1])
+
+    # Segment by segment, then pair by pair.
+    segments, params = [], []
+    offset = path_start + 1
+    for index, raw_segment in enumerate(raw_segments):
+        last = index == len(raw_segments) - 1
+        segment, segment_params = _segment(raw_segment, offset, index, last, p)
+        segments.append(segment)
+        params.append(segment_params)
+        offset += len(raw_segment) + 1
+    query = []
+    for index, (piece, at) in enumerate(raw_pairs):
+        query.append(_pair(piece, at, index, p))
+    return Target(
+        raw,
+        tuple(segments),
+        tuple(query),
+        params=tuple(params) if p.path_params == "split" else None,
+        authority=authority,
+        plus_as_space=p.plus_as_space,
+    )
+
+
+def _absolute_form(raw: bytes, p: Policy) -> tuple[int, str]:
+    """Where the path of an absolute-form target starts, and its authority
+    with escapes decoded; ``bad-form`` (or the rule its host breaks) else."""
+    scheme = _SCHEME.match(raw)
+    if scheme is None:
+        raise InvalidTarget("bad-form", "target", None, 0)
+    start = scheme.end()
+    ends = [i for i in (raw.find(b"/", start), raw.find(b"?", start)) if i >= 0]
+    end = min(ends, default=len(raw))
+    authority = _AUTHORITY.fullmatch(raw, start, end)
+    if authority is None or int(authority["port"] or 0) > 65535:
+        raise InvalidTarget("bad-form", "target", None, 0)
+    host = authority["host"].decode("ascii")
+    if authority["reg_name"] is not None:
+        # Checked as a path segment is, whatever the keep switches: a kept
+        # %2F in a host would move the path (http://good.com%2F.evil.com/).
+        host = _decode(authority["reg_name"], start, "target", None, p, slashes=True)
+        delimiter = _AUTHORITY_DELIMITERS.search(host)
+        if delimiter:
+            at = start + _raw_offset(authority["reg_name"], _utf8_length(host[: delimiter.start()]))
+            raise InvalidTarget("bad-form", "target", None, at)
+    return end, host + raw[authority.end("host") : end].decode("ascii")
+
+
+def _segment(
+    raw_segment: bytes, offset: int, index: int, last: bool, p: Policy
+) -> tuple[str, Pairs]:
+    """One path segment's text and matrix parameters, or its first violation."""
+    if not raw_segment:
+        if not last and p.empty_segment == "reject":
+            raise InvalidTarget("empty-segment", "path", index, offset)
+        return "", ()
+    # The pieces: the whole segment, or under "split" its name before the
+    # first ';' and a key and a value per non-empty ';' piece (RFC 3986 §3.3).
+    slashes = p.encoded_slash == "reject"
+    if p.path_params == "split":
+        name_raw, *param_pieces = raw_segment.split(b";")
+    else:
+        name_raw, param_pieces = raw_segment, []
+    name = _decode(name_raw, offset, "path", index, p, slashes=slashes)
+    texts, params = [name], []
+    at = offset + len(name_raw) + 1
+    for piece in param_pieces:
+        if piece:
+            key_raw, _, value_raw = piece.partition(b"=")
+            key = _decode(key_raw, at, "path", index, p, slashes=slashes)
+            value = _decode(value_raw, at + len(key_raw) + 1, "path", index, p, slashes=slashes)
+            params.append((key, value))
+            texts += (key, value)
+        at += len(piece) + 1
+
+    # The parts of the name that a kept %2F or %5C separates: each is a
+    # segment to whatever splits the name again (a file system, a proxy).
+    parts = _split_on_any(name, p._kept_separators)
+    if p.dot_segment == "reject":
+        # "..;x" is ".." to servlet containers, which strip path parameters
+        # before resolving dot segments (Tomcat's "..;/" behind a proxy).
+        dots_before_semicolon = g.SEMICOLON in raw_segment and unquote_to_bytes(
+            raw_segment.partition(b";")[0]
+        ) in (b".", b"..")
+        if dots_before_semicolon or not _DOTS.isdisjoint(parts):
+            raise InvalidTarget("dot-segment", "path", index, offset)
+    # An empty part before the last ("%2Fetc", "a%2F%2Fb"), or an empty name
+    # before ';' in a segment that is not the last ("/;/admin").
+    if p.empty_segment == "reject" and ("" in parts[:-1] or (not last and name == "")):
+        raise InvalidTarget("empty-segment", "path", index, offset)
+    if p.double_encoding == "reject":
+        for text in texts:
+            if "%" in text and _ESCAPE_IN_TEXT.search(text):
+                raise InvalidTarget("double-encoding", "path", index, offset)
+    return name, tuple(params)
+
+
+def _split_on_any(text: str, separators: str) -> list[str]:
+    """``text`` split on every one of ``separators`` (none: ``[text]``)."""
+    if not separators:
+        return [text]
+    for separator in separators[1:]:
+        text = text.replace(separator, separators[0])
+    return text.split(separators[0])
+
+
+def _pair(piece: bytes, offset: int, index: int, p: Policy) -> tuple[str, str]:
+    """One query pair, split at its first '=' before decoding."""
+    if p.plus_as_space:
+        # Form semantics: '+' is space, replaced before percent-decoding so
+        # that %2B stays '+'. Same length, so offsets hold.
+        piece = piece.replace(b"+", b" ")
+    name_raw, _, value_raw = piece.partition(b"=")
+    name = _decode(name_raw, offset, "query", index, p)
+    value = _decode(value_raw, offset + len(name_raw) + 1, "query", index, p)
+    return name, value
+
+
+def _decode(
+    piece: bytes,
+    offset: int,
+    component: Component,
+    index: int | None,
+    p: Policy,
+    *,
+    slashes: bool = False,
+) -> str:
+    """Percent-decode one piece as strict UTF-8 and check its characters.
+
+    ``slashes``: apply the encoded-slash rule (and encoded-backslash, by its
+    own switch; both always in an authority)."""
+    if g.PERCENT in piece:
+        bad = _MALFORMED_ESCAPE.search(piece)
+        if bad:
+            raise InvalidTarget("malformed-escape", component, index, offset + bad.start())
+        if component != "query":
+            found = _ENCODED_SLASH.search(piece) if slashes else None
+            if found:
+                raise InvalidTarget("encoded-slash", component, index, offset + found.start())
+            if component == "target" or p.encoded_backslash == "reject":
+                found = _ENCODED_BACKSLASH.search(piece)
+                if found:
+                    raise InvalidTarget(
+                        "encoded-backslash", component, index, offset + found.start()
+                    )
+        data = unquote_to_bytes(piece)
+    else:
+        data = piece
+    try:
+        text = data.decode()  # strict UTF-8: RFC 3629, no surrogates, nothing past U+10FFFF
+    except UnicodeDecodeError as exc:
+        at = offset + _raw_offset(piece, exc.start)
+        raise InvalidTarget("invalid-utf8", component, index, at) from None
+    forbidden = p._query_forbidden if component == "query" else p._path_forbidden
+    found_char = forbidden.search(text)
+    if found_char:
+        at = offset + _raw_offset(piece, _utf8_length(text[: found_char.start()]))
+        raise InvalidTarget("forbidden-char", component, index, at)
+    return text
+
+
+def _pieces(raw: bytes, start: int, separator: bytes) -> list[tuple[bytes, int]]:
+    """The non-empty pieces of ``raw[start:]`` between separators, with their offsets."""
+    pieces = []
+    for piece in raw[start:].split(separator):
+        if piece:
+            pieces.append((piece, start))
+        start += len(piece) + 1
+    return pieces
+
+
+def _raw_offset(piece: bytes, decoded_index: int) -> int:
+    """Where decoded byte ``decoded_index`` comes from in ``piece``."""
+    position = 0
+    for _ in range(decoded_index):
+        position += 3 if piece[position] == g.PERCENT else 1
+    return position
+
+
+def _utf8_length(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def _policy_of(policy: object) -> Policy:
+    if policy is None:
+        return DEFAULT_POLICY
+    if not isinstance(policy, Policy):
+        kind = type(policy).__name__
+        raise TypeError(f"parse_target(): policy must be a urlguard.Policy or None, not {kind}")
+    return policy
+
+
+def _as_bytes(raw: object) -> bytes:
+    if type(raw) is bytes:
+        return raw
+    if isinstance(raw, str):
+        # Lone surrogates pass through, to be rejected as raw bytes >= 0x80.
+        return raw.encode("utf-8", "surrogatepass")
+    if isinstance(raw, bytes | bytearray | memoryview):
+        return bytes(raw)
+    raise TypeError(f"parse_target() takes bytes or str, not {type(raw).__name__}")
