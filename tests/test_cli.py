@@ -1,4 +1,4 @@
-"""The ``urlguard`` command (DESIGN.md §5): check, audit, encode, clean, pretty.
+"""The ``urlguard`` command: check, audit, encode, clean, pretty.
 
 In-process through ``main([...])``, and as a real program: the installed
 entry point and ``python -m urlguard``. Every log is generated here, in a
@@ -59,7 +59,7 @@ def assert_one_line_error(err: str) -> None:
 
 # --- check: verdicts ----------------------------------------------------------------------
 
-# target, --policy, then the JSON verdict: rule, segments, query (DESIGN.md §5).
+# target, --policy, then the JSON verdict: rule, segments, query.
 CHECK = [
     P("/caf%C3%A9/x?q=a+b", None, None, ["café", "x"], [["q", "a b"]], id="design example"),
     P("/", None, None, [""], [], id="root"),

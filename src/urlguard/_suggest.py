@@ -61,7 +61,7 @@ from ._config import check_prefix, config_from_mapping
 from ._errors import RULES, InvalidTarget
 from ._policy import Policy
 from ._routes import RouteTable, path_of, percent_decode
-from ._target import parse_target
+from ._parser import parse_target
 
 StatusClass = Literal["served", "failed", "other"]
 
@@ -71,8 +71,9 @@ PROTECTED_RULES: Final = frozenset(
     ("malformed-escape", "invalid-utf8", "fragment", "bad-form", "dot-segment")
 )
 #: Always-forbidden characters that ``query_allow_chars`` may re-allow: the
-#: line breaks and tab of text typed into a ``<textarea>`` of a GET form.
-QUERY_TEXT_CONTROLS: Final = "\t\n\r"
+#: line breaks and tab of text typed into a ``<textarea>`` of a GET form
+#: (what the browser preset re-allows).
+QUERY_TEXT_CONTROLS: Final = g.BROWSER_QUERY_CHARS
 #: Distinct failing targets kept as evidence; more are counted, not kept.
 KEEP_FAILED: Final = 1 << 18
 #: Served targets shown per rule among what enforcement will stop.
@@ -414,8 +415,7 @@ def _forbidden_char_cause(
     if policy.plus_as_space:
         query = query.replace(b"+", b" ")
     text = percent_decode(query).decode("utf-8", "replace")
-    extra = policy.query_allow_chars
-    found = {c for c in text if not policy.allows_char(c) and c not in extra}
+    found = {c for c in text if not policy.allows_char(c, "query")}
     if not found or any(_always_forbidden(c) and c not in QUERY_TEXT_CONTROLS for c in found):
         return _Cause("forbidden-char", None, _REASONS["forbidden-char"])
     return _Cause("forbidden-char", {("query_allow_chars", c): 0 for c in found})
