@@ -59,9 +59,9 @@ from . import _grammar as g
 from ._audit import OK, UNPARSEABLE, display
 from ._config import check_prefix, config_from_mapping
 from ._errors import RULES, InvalidTarget
+from ._parser import parse_target
 from ._policy import Policy
 from ._routes import RouteTable, path_of, percent_decode
-from ._parser import parse_target
 
 StatusClass = Literal["served", "failed", "other"]
 
