@@ -49,6 +49,7 @@ writes the text.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import tomllib
 from collections import Counter
@@ -82,6 +83,7 @@ STOPPED_EXAMPLES: Final = 5
 EXAMPLE_BYTES: Final = 100
 #: Rounds of relaxation before the engine gives up on what is left.
 MAX_ROUNDS: Final = 64
+_NO_LIMIT: Final = 1 << 40
 
 # The settings the engine may change, with the value each relaxes to.
 _SWITCHES: Final[dict[str, str]] = {
@@ -142,6 +144,9 @@ class Ledger:
         self.requests: Counter[StatusClass] = Counter()
         #: Rejected target -> requests per status class.
         self.targets: dict[bytes, Counter[StatusClass]] = {}
+        #: Rejected target -> its rule, when that rule is never loosened
+        #: (the engine need not judge it again).
+        self.protected: dict[bytes, str] = {}
         #: Failing or other requests not kept, by rule: rejected by a rule
         #: never loosened (no evidence needed), or over ``keep_failed``.
         self.not_kept: Counter[tuple[StatusClass, str]] = Counter()
@@ -171,6 +176,8 @@ class Ledger:
                     return
                 self._failed_kept += 1
             entry = self.targets[target] = Counter()
+            if verdict in PROTECTED_RULES:
+                self.protected[target] = verdict
         entry[kind] += count
 
 
@@ -303,7 +310,7 @@ class Suggestion:
 class _Item:
     """One rejected target of the log."""
 
-    __slots__ = ("failed", "key", "path", "served", "target")
+    __slots__ = ("failed", "key", "needs", "path", "served", "stop", "target")
 
     def __init__(self, target: bytes, served: int, failed: int) -> None:
         self.target = target
@@ -312,6 +319,10 @@ class _Item:
         self.key = percent_decode(self.path) if b"%" in self.path else self.path
         self.served = served
         self.failed = failed
+        # What it needs beyond the current policy, and what stops it if
+        # anything does (see _needs); set once, before the engine runs.
+        self.needs: list[tuple[str, str]] = []
+        self.stop: _Cause | None = None
 
 
 def _judge(item: _Item, policy: Policy) -> InvalidTarget | None:
@@ -421,8 +432,11 @@ def _forbidden_char_cause(
     return _Cause("forbidden-char", {("query_allow_chars", c): 0 for c in found})
 
 
+@functools.lru_cache(maxsize=4096)
 def _relax(policy: Policy, atom: Atom, need: int) -> Policy:
-    """``policy`` with one atom applied: only ever looser."""
+    """``policy`` with one atom applied: only ever looser. (Cached: a
+    Policy derives its tables when made, and targets ask for the same
+    relaxations of the same few policies over and over.)"""
     key, char = atom
     if key in _SWITCHES:
         value = _SWITCHES[key]
@@ -491,7 +505,7 @@ class _Draft:
                 self.routes[other] = change(policy)
 
     def select(self, prefix: str) -> Policy:
-        return RouteTable(self.base, list(self.routes.items())).select(prefix.encode("ascii"))
+        return self.table().select(prefix.encode("ascii"))
 
     def route_of(self, item: _Item) -> str | None:
         """The prefix of the route the middleware would choose for ``item``."""
@@ -575,59 +589,64 @@ def scopes(served: Sequence[bytes], failing: Iterable[bytes]) -> list[tuple[str,
 
 def _solve(draft: _Draft, served: list[_Item], failing: list[_Item]) -> dict[_Item, _Cause]:
     """Relax ``draft`` until every item of ``served`` passes or meets a rule
-    never loosened; return those, with the cause that stops them."""
+    never loosened; return those, with the cause that stops them.
+
+    Relaxing one rule never changes which violation comes first in a target
+    whose first is another rule's, so a target is judged again only after
+    its own rule was relaxed."""
     stopped: dict[_Item, _Cause] = {}
-    pending = served
-    evidence = failing
+    pending: dict[_Item, _Cause] = {}  # served, not admitted yet: why
+    evidence: dict[_Item, _Cause] = {}  # failing, not admitted yet: why
+    to_judge, to_judge_failing = served, failing
     for _ in range(MAX_ROUNDS):
         table = draft.table()
-        causes: list[tuple[_Item, str, dict[Atom, int]]] = []
-        for item in pending:
-            policy = table.select(item.target)
-            error = _judge(item, policy)
-            if error is None:
-                continue
-            cause = _cause(item, error, policy)
-            if cause.atoms is None:
+        for item in to_judge:
+            cause = _cause_under(item, table)
+            if cause is not None and cause.atoms is None:
                 stopped[item] = cause
-            else:
-                causes.append((item, cause.rule, cause.atoms))
-        if not causes:
+            elif cause is not None:
+                pending[item] = cause
+        for item in to_judge_failing:
+            cause = _cause_under(item, table)
+            if cause is not None and cause.atoms is not None:
+                evidence[item] = cause  # else admitted already, or rejected whatever happens
+        if not pending:
             return stopped
         # One rule a round, the parser's first: relaxing it may admit what a
         # later rule would have asked for (the browser preset's CR and LF).
-        rule = min((rule for _, rule, _ in causes), key=RULES.index)
-        against: dict[Atom, list[tuple[bytes, int]]] = {}
-        still_failing: list[_Item] = []
-        for item in evidence:
-            policy = table.select(item.target)
-            error = _judge(item, policy)
-            if error is None:
-                continue  # admitted already: no longer evidence
-            cause = _cause(item, error, policy)
-            if cause.atoms is None:
-                continue  # rejected whatever happens
-            still_failing.append(item)
-            if cause.rule == rule:
-                for atom, need in cause.atoms.items():
-                    against.setdefault(atom, []).append((item.key, need))
-        evidence = still_failing
+        rule = min((cause.rule for cause in pending.values()), key=RULES.index)
+        to_judge = [item for item, cause in pending.items() if cause.rule == rule]
+        to_judge_failing = [item for item, cause in evidence.items() if cause.rule == rule]
         needs: dict[Atom, list[tuple[_Item, int]]] = {}
-        for item, its_rule, atoms in causes:
-            if its_rule == rule:
-                for atom, need in atoms.items():
-                    needs.setdefault(atom, []).append((item, need))
+        for item in to_judge:
+            for atom, need in _atoms(pending.pop(item)).items():
+                needs.setdefault(atom, []).append((item, need))
+        against: dict[Atom, list[tuple[bytes, int]]] = {}
+        for item in to_judge_failing:
+            for atom, need in _atoms(evidence.pop(item)).items():
+                against.setdefault(atom, []).append((item.key, need))
         for atom, members in sorted(needs.items()):
             top = max(need for _, need in members)
             blocking = (key for key, need in against.get(atom, ()) if need <= top)
             for prefix, indices in scopes([item.path for item, _ in members], blocking):
                 value = max(members[i][1] for i in indices)
                 draft.apply(prefix, _relaxing(atom, value))
-        pending = [item for item, _, _ in causes]
-    for item in pending:  # MAX_ROUNDS spent: say so rather than loop on
-        if _judge(item, draft.table().select(item.target)) is not None:
+    table = draft.table()
+    for item in [*pending, *to_judge]:  # MAX_ROUNDS spent: say so rather than loop on
+        if _judge(item, table.select(item.target)) is not None:
             stopped[item] = _Cause("unresolved", None, _REASONS["unresolved"])
     return stopped
+
+
+def _cause_under(item: _Item, table: RouteTable) -> _Cause | None:
+    """Why ``item`` is rejected under ``table``, or ``None`` if it is not."""
+    policy = table.select(item.target)
+    error = _judge(item, policy)
+    return None if error is None else _cause(item, error, policy)
+
+
+def _atoms(cause: _Cause) -> dict[Atom, int]:
+    return cause.atoms if cause.atoms is not None else {}
 
 
 def _needs(item: _Item, policy: Policy) -> tuple[list[tuple[str, str]], _Cause | None]:
@@ -643,7 +662,9 @@ def _needs(item: _Item, policy: Policy) -> tuple[list[tuple[str, str]], _Cause |
         if cause.atoms is None:
             return needed, cause
         for atom, need in cause.atoms.items():
-            policy = _relax(policy, atom, need)
+            # Which settings, not how much: a limit opened wide says the same
+            # and keeps the relaxed policies few (and cached).
+            policy = _relax(policy, atom, _NO_LIMIT if atom[0] in _LIMIT_KEYS else need)
             needed.append((atom[0], cause.rule))
     return needed, _Cause("unresolved", None, _REASONS["unresolved"])
 
@@ -677,13 +698,15 @@ def suggest(
     # loosened. The others stay rejected whatever is suggested, so a failing
     # one is no evidence against anything.
     table = current.table()
-    stopped: dict[_Item, _Cause] = {}
-    for item in served:
-        cause = _needs(item, table.select(item.target))[1]
-        if cause is not None:
-            stopped[item] = cause
-    admissible = [item for item in served if item not in stopped]
-    evidence = [item for item in failing if _needs(item, table.select(item.target))[1] is None]
+    for item in items:
+        rule = ledger.protected.get(item.target)
+        if rule is not None:  # the audit found a rule never loosened
+            item.stop = _Cause(rule, None, _REASONS[rule])
+        else:
+            item.needs, item.stop = _needs(item, table.select(item.target))
+    stopped = {item: item.stop for item in served if item.stop is not None}
+    admissible = [item for item in served if item.stop is None]
+    evidence = [item for item in failing if item.stop is None]
     draft = current.copy()
     stopped.update(_solve(draft, admissible, evidence))
     _browser_sets(draft, current)
@@ -725,7 +748,7 @@ def _prune(draft: _Draft, current: _Draft, admitted: list[_Item]) -> None:
     """Undo what no admitted target relies on: a route's setting whose
     targets all fall under a longer route (made later), then a route that
     no longer differs from what covers it anyway."""
-    credits = _credits(draft, current, admitted)
+    credits = _credits(draft, admitted)
     for prefix in list(draft.routes):
         if prefix in current.routes:
             continue
@@ -769,19 +792,16 @@ def _same(key: str, a: object, b: object) -> bool:
 _Credit = dict[tuple[str | None, str], tuple[list[_Item], set[str]]]
 
 
-def _credits(draft: _Draft, current: _Draft, items: Iterable[_Item]) -> _Credit:
-    """Which written setting admits which item: for each setting an item
-    needs, the route it falls under when that route writes the setting,
-    else the top level (``preset`` for the browser preset's fields)."""
+def _credits(draft: _Draft, items: Iterable[_Item]) -> _Credit:
+    """Which written setting admits which item (of ``items``, all admitted):
+    for each setting an item needs, the route it falls under when that
+    route writes the setting, else the top level (``preset`` for the browser
+    preset's fields)."""
     credits: _Credit = {}
     base = draft.base
     preset = _preset_policy(draft.base)
-    current_table = current.table()
-    draft_table = draft.table()
     for item in items:
-        if _judge(item, draft_table.select(item.target)) is not None:
-            continue
-        needed = _needs(item, current_table.select(item.target))[0]
+        needed = item.needs
         if not needed:
             continue
         prefix = draft.route_of(item)
@@ -886,9 +906,13 @@ def _result(
 ) -> Suggestion:
     admitted = [item for item in served if item not in stopped]
     table = draft.table()
-    failed_admitted = [item for item in failing if _judge(item, table.select(item.target)) is None]
-    credits = _credits(draft, current, admitted)
-    against = _credits(draft, current, failed_admitted)
+    failed_admitted = [
+        item
+        for item in failing
+        if item.stop is None and _judge(item, table.select(item.target)) is None
+    ]
+    credits = _credits(draft, admitted)
+    against = _credits(draft, failed_admitted)
 
     mapping: dict[str, Any] = {"preset": _preset_of(draft.base)}
     if mode != "enforce":
@@ -913,7 +937,9 @@ def _result(
             failed_rejected[rule] += count
     opened = set(failed_admitted)
     for item in failing:
-        if item not in opened:
+        if item.stop is not None:  # the rule that stops it whatever is suggested
+            failed_rejected[item.stop.rule] += item.failed
+        elif item not in opened:
             error = _judge(item, table.select(item.target))
             failed_rejected[error.rule if error is not None else OK] += item.failed
     failed_rejected.pop(OK, None)
