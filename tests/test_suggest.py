@@ -8,6 +8,7 @@ run on logs written here, and its configuration read back with
 
 from __future__ import annotations
 
+import doctest
 import json
 import tomllib
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import urlguard._suggest
 from urlguard import InvalidTarget, Policy, config_from_mapping, load_config, parse_target
 from urlguard import _grammar as g
 from urlguard._routes import RouteTable
@@ -42,7 +44,9 @@ def ledger_of(requests: Sequence[Request], table: RouteTable) -> Ledger:
     ledger = Ledger()
     for target, status, count in requests:
         found = verdict(target, table)
-        ledger.observe(None if found == "ok" else target, status, count, found)
+        ledger.count_statuses({status: count})
+        if found != "ok":
+            ledger.observe(target, status, count, found)
     return ledger
 
 
@@ -64,6 +68,10 @@ def read_back(text: str) -> RouteTable:
 
 def stopped_rules(result: Suggestion) -> dict[str, int]:
     return {stop.rule: stop.requests for stop in result.stopped}
+
+
+def test_docstring_examples() -> None:
+    assert doctest.testmod(urlguard._suggest).failed == 0
 
 
 # --- where: the narrowest prefixes ------------------------------------------------------
@@ -474,12 +482,13 @@ def test_existing_configuration_is_kept_and_marked() -> None:
     assert "max_segments = 64  # as in the current configuration" in result.text
 
 
-def test_a_route_inside_a_route_repeats_what_its_targets_need() -> None:
-    # /api/ gets the browser's query characters; a longer route for %2F made
-    # later starts from it, and keeps them only if its own targets need them.
+def test_a_route_inside_a_route_repeats_what_encloses_it() -> None:
+    # /api/ gets the browser's query characters, a prefix chosen with the
+    # evidence under all of /api/; the longer route for %2F made later
+    # repeats them, since only the longest matching route applies.
     requests: list[Request] = [
         (b"/api/items?filter[a]=1", 200, 1),
-        (b"/api/p/a%2Fb?filter[x]=1", 200, 1),
+        (b"/api/p/a%2Fb", 200, 1),
         (b"/api/p/c%2Fd", 200, 1),
     ]
     result = suggested(requests)
@@ -487,7 +496,14 @@ def test_a_route_inside_a_route_repeats_what_its_targets_need() -> None:
         "/api/": {"raw_query_extra": BROWSER_QUERY},
         "/api/p/": {"raw_query_extra": BROWSER_QUERY, "encoded_slash": "keep"},
     }
-    assert 'Only the longest matching prefix applies: what [routes."/api/"]' in result.text
+    inherited = change_of(result, "/api/p/", "raw_query_extra")
+    assert (inherited.origin, inherited.inherited_from) == ("inherited", "/api/")
+    block = result.text[result.text.index('[routes."/api/p/"]') :].splitlines()
+    assert block[:2] == [
+        '[routes."/api/p/"]',
+        'raw_query_extra = "[\\\\]^`{|}"  # as in [routes."/api/"], which this longer prefix '
+        "replaces",
+    ]
 
 
 # --- the text ---------------------------------------------------------------------------

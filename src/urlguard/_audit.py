@@ -32,7 +32,7 @@ import re
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, Final, Literal, Protocol
 
 from ._errors import RULES, InvalidTarget
@@ -86,8 +86,11 @@ _COMBINED_END: Final = b" " + _ANY_QUOTED + b" " + _ANY_QUOTED + _LINE_END
 _COMMON: Final = re.compile(_COMMON_PREFIX + _LINE_END, re.MULTILINE)
 _COMBINED: Final = re.compile(_COMMON_PREFIX + _COMBINED_END, re.MULTILINE)
 # The same lines with the status (%>s) captured too, for --suggest: the same
-# lines match, so counts do not depend on which pair is used.
-_STATUS_PREFIX: Final = _START + _QUOTED + rb" ([0-9]{3}) (?:[0-9]+|-)"
+# lines match, so counts do not depend on which pair is used. One group, the
+# request field, '" ' and the status: findall then gives bytes, where two
+# groups would give a tuple per line for the garbage collector to track.
+_STATUS_PREFIX: Final = _START + rb'"((?:[^"\\\n]*(?:\\.[^"\\\n]*)*)" [0-9]{3}) (?:[0-9]+|-)'
+_STATUS_SUFFIX: Final = len(b'" 200')
 _COMMON_STATUS: Final = re.compile(_STATUS_PREFIX + _LINE_END, re.MULTILINE)
 _COMBINED_STATUS: Final = re.compile(_STATUS_PREFIX + _COMBINED_END, re.MULTILINE)
 
@@ -219,15 +222,14 @@ ProgressFactory = Callable[[str, int | None], Progress]
 
 
 class Observer(Protocol):
-    """Told of every distinct (target, status) of a chunk with its count and
-    verdict (``"ok"``, ``"unparseable"`` or a rule code): how ``audit
-    --suggest`` learns what the site answered. ``target`` is ``None`` when
-    the verdict is not a rule code (the observer needs it only then);
+    """How ``audit --suggest`` learns what the site answered: the statuses
+    of all requests with a target, a chunk at a time, and each distinct
+    (rejected target, status) of a chunk with its count and rule code.
     ``status`` is ``None`` for a list of targets."""
 
-    def observe(
-        self, target: bytes | None, status: int | None, count: int, verdict: str
-    ) -> object: ...
+    def count_statuses(self, counts: Mapping[int | None, int]) -> object: ...
+
+    def observe(self, target: bytes, status: int | None, count: int, rule: str) -> object: ...
 
 
 # --- The auditor ------------------------------------------------------------
@@ -359,9 +361,9 @@ class Auditor:
             return
         if self._observer is not None:
             pattern = _COMBINED_STATUS if fmt == "combined" else _COMMON_STATUS
-            found: list[tuple[bytes, bytes]] = pattern.findall(body)
+            found: list[bytes] = pattern.findall(body)
             self._note_unparseable(body, len(found), pattern)
-            self._count_observed(Counter(found), self._observer)
+            self._count_observed(found, self._observer)
             return
         pattern = _COMBINED if fmt == "combined" else _COMMON
         fields: list[bytes] = pattern.findall(body)
@@ -391,27 +393,42 @@ class Auditor:
                 verdict = judge(key)
             tally[verdict] += count
 
-    def _count_observed(self, counts: Counter[tuple[bytes, bytes]], observer: Observer) -> None:
-        """:meth:`_count` for ``--suggest``: each distinct (request field,
-        status) is also told to the observer, with its target when rejected."""
+    def _count_observed(self, found: list[bytes], observer: Observer) -> None:
+        """:meth:`_count` for ``--suggest``: each distinct request field and
+        status (``field" NNN``) is counted, and told to the observer with its
+        target when rejected."""
+        statuses: Counter[bytes] = Counter()
         tally = self._tally
         cached = self._log_cache.get
         observe = observer.observe
-        for (field, status), count in counts.items():
+        end = -_STATUS_SUFFIX
+        for key, count in Counter(found).items():
+            field = key[:end]
             verdict = cached(field)
             if verdict is None:
                 verdict = self._judge_request(field)
             tally[verdict] += count
-            # Only a rejected request needs its target (found again: rare).
-            target = None if verdict in _NOT_REJECTED else _target_of(field)
-            observe(target, int(status), count, verdict)
+            if verdict == UNPARSEABLE:
+                continue  # a request without a target
+            status = key[-3:]
+            statuses[status] += count
+            if verdict != OK:
+                target = _target_of(field)  # found again: rejections are rare
+                if target is not None:
+                    observe(target, int(status), count, verdict)
+        observer.count_statuses({int(status): n for status, n in statuses.items()})
 
     def _observe_lines(self, counts: Counter[bytes], observer: Observer) -> None:
         cached = self._target_cache.get
+        targets = 0
         for line, count in counts.items():
             verdict = cached(line) or self._judge_line(line)
-            target = None if verdict in _NOT_REJECTED else line.removesuffix(b"\r")
-            observer.observe(target, None, count, verdict)
+            if verdict == UNPARSEABLE:
+                continue
+            targets += count
+            if verdict != OK:
+                observer.observe(line.removesuffix(b"\r"), None, count, verdict)
+        observer.count_statuses({None: targets})
 
     def _unparseable(self, shown: str) -> None:
         found = self._unparseable_examples
@@ -450,9 +467,6 @@ class Auditor:
                     found.append(shown)
             return rule
         return OK
-
-
-_NOT_REJECTED: Final = frozenset((OK, UNPARSEABLE))
 
 
 def _target_of(field: bytes) -> bytes | None:

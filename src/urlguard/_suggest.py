@@ -41,6 +41,7 @@ writes the text.
     >>> ledger = Ledger()
     >>> for target, status in [(b"/files/a%2Fb", 200), (b"/files/c%2Fd", 200), (b"/x/..%2F", 404)]:
     ...     ledger.observe(target, status, 1, "encoded-slash")
+    >>> ledger.count_statuses({200: 2, 404: 1})
     >>> result = suggest(ledger, Policy())
     >>> [(c.scope, c.key, c.value) for c in result.changes if c.origin == "suggested"]
     [('/files/', 'encoded_slash', 'keep')]
@@ -57,7 +58,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal
 
 from . import _grammar as g
-from ._audit import OK, UNPARSEABLE, display
+from ._audit import OK, display
 from ._config import check_prefix, config_from_mapping
 from ._errors import RULES, InvalidTarget
 from ._parser import parse_target
@@ -142,8 +143,10 @@ class Ledger:
     def __init__(self, keep_failed: int = KEEP_FAILED) -> None:
         #: Requests with a target, by status class (accepted ones included).
         self.requests: Counter[StatusClass] = Counter()
-        #: Rejected target -> requests per status class.
-        self.targets: dict[bytes, Counter[StatusClass]] = {}
+        #: Rejected target -> requests answered 2xx/3xx, and 4xx/5xx. (Plain
+        #: dicts of bytes and ints: nothing for the garbage collector to walk.)
+        self.served: dict[bytes, int] = {}
+        self.failed: dict[bytes, int] = {}
         #: Rejected target -> its rule, when that rule is never loosened
         #: (the engine need not judge it again).
         self.protected: dict[bytes, str] = {}
@@ -154,31 +157,47 @@ class Ledger:
         self._keep_failed = keep_failed
         self._failed_kept = 0
 
-    def observe(self, target: bytes | None, status: int | None, count: int, verdict: str) -> None:
-        """Count ``count`` requests for ``target`` answered ``status`` whose
-        verdict under the current policy is ``verdict`` (``"ok"``,
-        ``"unparseable"`` or a rule code)."""
-        if verdict == UNPARSEABLE or target is None:
-            return
+    def count_statuses(self, counts: Mapping[int | None, int]) -> None:
+        """Count requests with a target (``counts``: status -> requests)."""
+        requests = self.requests
+        for status, count in counts.items():
+            requests[status_class(status)] += count
+
+    def observe(self, target: bytes, status: int | None, count: int, verdict: str) -> None:
+        """Note ``count`` requests for ``target`` answered ``status`` that the
+        current policy rejects under the rule ``verdict``. (Count them with
+        :meth:`count_statuses` too.)"""
         kind = status_class(status)
-        self.requests[kind] += count
-        if verdict == OK:
+        if kind == "served":
+            served = self.served
+            if target not in served and target not in self.failed:
+                self._new(target, verdict)
+            served[target] = served.get(target, 0) + count
             return
-        entry = self.targets.get(target)
-        if entry is None:
-            if kind != "served":
-                if kind == "other" or verdict in PROTECTED_RULES:
-                    self.not_kept[kind, verdict] += count
-                    return
-                if self._failed_kept >= self._keep_failed:
-                    self.not_kept[kind, verdict] += count
-                    self.dropped += count
-                    return
-                self._failed_kept += 1
-            entry = self.targets[target] = Counter()
-            if verdict in PROTECTED_RULES:
-                self.protected[target] = verdict
-        entry[kind] += count
+        known = target in self.served or target in self.failed
+        if kind == "other" or (not known and verdict in PROTECTED_RULES):
+            self.not_kept[kind, verdict] += count  # no evidence needed
+            return
+        if not known:
+            if self._failed_kept >= self._keep_failed:
+                self.not_kept[kind, verdict] += count
+                self.dropped += count
+                return
+            self._failed_kept += 1
+            self._new(target, verdict)
+        self.failed[target] = self.failed.get(target, 0) + count
+
+    def _new(self, target: bytes, verdict: str) -> None:
+        if verdict in PROTECTED_RULES:
+            self.protected[target] = verdict
+
+    def items(self) -> list[tuple[bytes, int, int]]:
+        """Every target kept, with its requests answered 2xx/3xx and 4xx/5xx."""
+        served, failed = self.served, self.failed
+        return [
+            (target, served.get(target, 0), failed.get(target, 0))
+            for target in {**served, **failed}
+        ]
 
 
 # --- The result ----------------------------------------------------------------
@@ -310,7 +329,7 @@ class Suggestion:
 class _Item:
     """One rejected target of the log."""
 
-    __slots__ = ("failed", "key", "needs", "path", "served", "stop", "target")
+    __slots__ = ("failed", "first", "key", "needs", "path", "served", "stop", "target")
 
     def __init__(self, target: bytes, served: int, failed: int) -> None:
         self.target = target
@@ -319,8 +338,10 @@ class _Item:
         self.key = percent_decode(self.path) if b"%" in self.path else self.path
         self.served = served
         self.failed = failed
-        # What it needs beyond the current policy, and what stops it if
-        # anything does (see _needs); set once, before the engine runs.
+        # Why the current policy rejects it, what it needs beyond that
+        # policy, and what stops it if anything does (see _assess); set
+        # once, before the engine runs.
+        self.first: _Cause | None = None
         self.needs: list[tuple[str, str]] = []
         self.stop: _Cause | None = None
 
@@ -507,6 +528,17 @@ class _Draft:
     def select(self, prefix: str) -> Policy:
         return self.table().select(prefix.encode("ascii"))
 
+    def enclosing(self, prefix: str) -> Policy:
+        """The policy of the longest other route that covers ``prefix``,
+        else the base policy: what ``prefix`` would get without its route."""
+        shorter = self.shorter(prefix)
+        return self.routes[shorter] if shorter is not None else self.base
+
+    def shorter(self, prefix: str) -> str | None:
+        key = _route_key(prefix)
+        found = [p for p in self.routes if p != prefix and key.startswith(_route_key(p))]
+        return max(found, key=lambda p: len(_route_key(p))) if found else None
+
     def route_of(self, item: _Item) -> str | None:
         """The prefix of the route the middleware would choose for ``item``."""
         key = item.key
@@ -598,18 +630,20 @@ def _solve(draft: _Draft, served: list[_Item], failing: list[_Item]) -> dict[_It
     pending: dict[_Item, _Cause] = {}  # served, not admitted yet: why
     evidence: dict[_Item, _Cause] = {}  # failing, not admitted yet: why
     to_judge, to_judge_failing = served, failing
+    first = True  # the draft is still the current policy: causes known
     for _ in range(MAX_ROUNDS):
         table = draft.table()
         for item in to_judge:
-            cause = _cause_under(item, table)
+            cause = item.first if first else _cause_under(item, table)
             if cause is not None and cause.atoms is None:
                 stopped[item] = cause
             elif cause is not None:
                 pending[item] = cause
         for item in to_judge_failing:
-            cause = _cause_under(item, table)
+            cause = item.first if first else _cause_under(item, table)
             if cause is not None and cause.atoms is not None:
                 evidence[item] = cause  # else admitted already, or rejected whatever happens
+        first = False
         if not pending:
             return stopped
         # One rule a round, the parser's first: relaxing it may admit what a
@@ -649,16 +683,23 @@ def _atoms(cause: _Cause) -> dict[Atom, int]:
     return cause.atoms if cause.atoms is not None else {}
 
 
+def _assess(item: _Item, policy: Policy) -> None:
+    """Set ``item.first``, why ``policy`` rejects it; ``item.needs``, the
+    settings (with the rule each relaxes) it needs beyond ``policy``, found
+    by relaxing a copy of ``policy`` for it alone; and ``item.stop``, the
+    cause that stops it when a rule never loosened does."""
+    item.needs, item.stop = _needs(item, policy)
+
+
 def _needs(item: _Item, policy: Policy) -> tuple[list[tuple[str, str]], _Cause | None]:
-    """The settings (with the rule each relaxes) ``item`` needs beyond
-    ``policy``, found by relaxing a copy of ``policy`` for it alone; and the
-    cause that stops it when a rule never loosened does (else ``None``)."""
     needed: list[tuple[str, str]] = []
     for _ in range(MAX_ROUNDS):
         error = _judge(item, policy)
         if error is None:
             return needed, None
         cause = _cause(item, error, policy)
+        if item.first is None:
+            item.first = cause
         if cause.atoms is None:
             return needed, cause
         for atom, need in cause.atoms.items():
@@ -685,10 +726,7 @@ def suggest(
     text; ``mode`` is kept as it is; ``unparseable`` lines (shown escaped by
     the caller in ``unparseable_examples``) are reported in the text."""
     current = _Draft(policy, dict(routes))
-    items = [
-        _Item(target, counts["served"], counts["failed"])
-        for target, counts in ledger.targets.items()
-    ]
+    items = [_Item(target, served, failed) for target, served, failed in ledger.items()]
     items.sort(key=lambda item: item.target)  # the same log, the same text
     served = [item for item in items if item.served]
     failing = [item for item in items if not item.served and item.failed]
@@ -703,7 +741,7 @@ def suggest(
         if rule is not None:  # the audit found a rule never loosened
             item.stop = _Cause(rule, None, _REASONS[rule])
         else:
-            item.needs, item.stop = _needs(item, table.select(item.target))
+            _assess(item, table.select(item.target))
     stopped = {item: item.stop for item in served if item.stop is not None}
     admissible = [item for item in served if item.stop is None]
     evidence = [item for item in failing if item.stop is None]
@@ -745,15 +783,18 @@ def _browser_sets(draft: _Draft, current: _Draft) -> None:
 
 
 def _prune(draft: _Draft, current: _Draft, admitted: list[_Item]) -> None:
-    """Undo what no admitted target relies on: a route's setting whose
-    targets all fall under a longer route (made later), then a route that
-    no longer differs from what covers it anyway."""
+    """Undo what no admitted target relies on: a new route's setting beyond
+    what encloses it when all the targets that needed it fall under a
+    longer route (made later), then a new route that no longer differs from
+    what encloses it. What a route repeats from the route or the top level
+    that encloses it stays: that prefix was chosen with the evidence under
+    all of it, this one included."""
     credits = _credits(draft, admitted)
-    for prefix in list(draft.routes):
+    for prefix in sorted(draft.routes, key=len):  # an enclosing route first
         if prefix in current.routes:
             continue
         route = draft.routes[prefix]
-        before = current.select(prefix)
+        enclosing = draft.enclosing(prefix)
         changes = {}
         for key in Policy.FIELDS:
             value = getattr(route, key)
@@ -761,10 +802,9 @@ def _prune(draft: _Draft, current: _Draft, admitted: list[_Item]) -> None:
             if (
                 written
                 and (prefix, key) not in credits
-                and not _same(key, value, getattr(before, key))
+                and not _same(key, value, getattr(enclosing, key))
             ):
-                # No target under this route needs what it writes here.
-                changes[key] = getattr(before, key)
+                changes[key] = getattr(enclosing, key)
         if changes:
             draft.routes[prefix] = route.replace(**changes)
             draft._table = None
@@ -1036,11 +1076,8 @@ def _change(
         return Change(scope, key, value, "current" if same else "inherited")
     if scope in current.routes and _same(key, value, getattr(current.routes[scope], key)):
         return Change(scope, key, value, "current")
-    # A route made here repeats what covered its prefix before.
-    key_bytes = _route_key(scope)
-    shorter = [p for p in draft.routes if p != scope and key_bytes.startswith(_route_key(p))]
-    source = max(shorter, key=len) if shorter else None
-    return Change(scope, key, value, "inherited", inherited_from=source)
+    # A route made here repeats what encloses it (see _prune).
+    return Change(scope, key, value, "inherited", inherited_from=draft.shorter(scope))
 
 
 def _read_back(text: str, admitted: list[_Item]) -> list[_Item]:
@@ -1109,23 +1146,24 @@ def _text(suggestion: Suggestion, judged_under: str) -> str:
     lines.append("")
     for key, value in s.mapping.items():
         if key != "routes":
-            lines += _commented(by_line[None, key], value)
+            lines += _spaced(lines, _commented(by_line[None, key], value))
     routes: dict[str, dict[str, object]] = s.mapping.get("routes", {})
     for prefix, table in routes.items():
         lines += ["", f"[routes.{toml_string(prefix)}]"]
-        route_key = _route_key(prefix)
-        enclosing = [p for p in routes if p != prefix and route_key.startswith(_route_key(p))]
-        if enclosing:
-            lines.append(
-                f"# Only the longest matching prefix applies: what [routes."
-                f"{toml_string(max(enclosing, key=len))}] allows holds here only if repeated."
-            )
         if not table:
             lines.append("# as in the current configuration: the base policy")
         for key, value in table.items():
-            lines += _commented(by_line[prefix, key], value)
+            lines += _spaced(lines, _commented(by_line[prefix, key], value))
     lines += _closing(s)
     return "\n".join(lines) + "\n"
+
+
+def _spaced(before: list[str], entry: list[str]) -> list[str]:
+    """A blank line between an entry with comment lines and a line above
+    it that is not a table header or a blank line already."""
+    if len(entry) > 1 and before and before[-1] and not before[-1].startswith("["):
+        return ["", *entry]
+    return entry
 
 
 def _commented(change: Change, value: object) -> list[str]:
