@@ -31,22 +31,27 @@ BROWSER_QUERY = g.to_str(g.BROWSER_QUERY_EXTRA)  # '[\\]^`{|}'
 Request = tuple[bytes, int | None, int]
 
 
-def verdict(target: bytes, table: RouteTable) -> str:
+def error_of(target: bytes, table: RouteTable) -> InvalidTarget | None:
     try:
         parse_target(target, table.select(target))
     except InvalidTarget as error:
-        return error.rule
-    return "ok"
+        return error
+    return None
+
+
+def verdict(target: bytes, table: RouteTable) -> str:
+    error = error_of(target, table)
+    return "ok" if error is None else error.rule
 
 
 def ledger_of(requests: Sequence[Request], table: RouteTable) -> Ledger:
     """A ledger fed as the auditor feeds it."""
     ledger = Ledger()
     for target, status, count in requests:
-        found = verdict(target, table)
+        error = error_of(target, table)
         ledger.count_statuses({status: count})
-        if found != "ok":
-            ledger.observe(target, status, count, found)
+        if error is not None:
+            ledger.observe(target, status, count, error)
     return ledger
 
 

@@ -224,12 +224,14 @@ ProgressFactory = Callable[[str, int | None], Progress]
 class Observer(Protocol):
     """How ``audit --suggest`` learns what the site answered: the statuses
     of all requests with a target, a chunk at a time, and each distinct
-    (rejected target, status) of a chunk with its count and rule code.
-    ``status`` is ``None`` for a list of targets."""
+    (rejected target, status) of a chunk with its count and the error the
+    policy raised. ``status`` is ``None`` for a list of targets."""
 
     def count_statuses(self, counts: Mapping[int | None, int]) -> object: ...
 
-    def observe(self, target: bytes, status: int | None, count: int, rule: str) -> object: ...
+    def observe(
+        self, target: bytes, status: int | None, count: int, error: InvalidTarget
+    ) -> object: ...
 
 
 # --- The auditor ------------------------------------------------------------
@@ -252,6 +254,8 @@ class Auditor:
         self._routes = policy if isinstance(policy, RouteTable) else RouteTable(policy, [])
         self._format: Format = fmt
         self._observer = observer
+        # With an observer: the error of each rejected target, for it.
+        self._errors: dict[bytes, InvalidTarget] = {}
         self._unparseable_examples: list[str] = []
         # One tally for every verdict: OK, UNPARSEABLE and each rule code.
         self._tally: dict[str, int] = dict.fromkeys((OK, UNPARSEABLE, *RULES), 0)
@@ -415,7 +419,7 @@ class Auditor:
             if verdict != OK:
                 target = _target_of(field)  # found again: rejections are rare
                 if target is not None:
-                    observe(target, int(status), count, verdict)
+                    observe(target, int(status), count, self._error_of(target))
         observer.count_statuses({int(status): n for status, n in statuses.items()})
 
     def _observe_lines(self, counts: Counter[bytes], observer: Observer) -> None:
@@ -427,8 +431,21 @@ class Auditor:
                 continue
             targets += count
             if verdict != OK:
-                observer.observe(line.removesuffix(b"\r"), None, count, verdict)
+                target = line.removesuffix(b"\r")
+                observer.observe(target, None, count, self._error_of(target))
         observer.count_statuses({None: targets})
+
+    def _error_of(self, target: bytes) -> InvalidTarget:
+        """The error of a target judged rejected (judged again if forgotten)."""
+        error = self._errors.get(target)
+        if error is None:
+            try:
+                parse_target(target, self._routes.select(target))
+            except InvalidTarget as raised:
+                error = raised.with_traceback(None)
+            else:  # never: the verdict was a rule
+                raise AssertionError("a rejected target passed when judged again")
+        return error
 
     def _unparseable(self, shown: str) -> None:
         found = self._unparseable_examples
@@ -460,6 +477,11 @@ class Auditor:
             parse_target(target, self._routes.select(target))
         except InvalidTarget as error:
             rule: str = error.rule
+            if self._observer is not None:
+                if len(self._errors) >= CACHE_SIZE:
+                    self._errors.clear()
+                # Kept without its traceback, which would keep the parser's frames.
+                self._errors[target] = error.with_traceback(None)
             found = self._examples.setdefault(rule, [])
             if len(found) < EXAMPLES:
                 shown = display(target)

@@ -38,9 +38,11 @@ Nothing here reads a file or prints: the command line feeds the ledger and
 writes the text.
 
     >>> from urlguard import Policy
+    >>> from urlguard import InvalidTarget
+    >>> slash = InvalidTarget("encoded-slash", "path", 1, 7)  # as the auditor found it
     >>> ledger = Ledger()
     >>> for target, status in [(b"/files/a%2Fb", 200), (b"/files/c%2Fd", 200), (b"/x/..%2F", 404)]:
-    ...     ledger.observe(target, status, 1, "encoded-slash")
+    ...     ledger.observe(target, status, 1, slash)
     >>> ledger.count_statuses({200: 2, 404: 1})
     >>> result = suggest(ledger, Policy())
     >>> [(c.scope, c.key, c.value) for c in result.changes if c.origin == "suggested"]
@@ -147,9 +149,9 @@ class Ledger:
         #: dicts of bytes and ints: nothing for the garbage collector to walk.)
         self.served: dict[bytes, int] = {}
         self.failed: dict[bytes, int] = {}
-        #: Rejected target -> its rule, when that rule is never loosened
-        #: (the engine need not judge it again).
-        self.protected: dict[bytes, str] = {}
+        #: Rejected target -> why the current policy rejects it (the engine
+        #: need not judge it again).
+        self.errors: dict[bytes, InvalidTarget] = {}
         #: Failing or other requests not kept, by rule: rejected by a rule
         #: never loosened (no evidence needed), or over ``keep_failed``.
         self.not_kept: Counter[tuple[StatusClass, str]] = Counter()
@@ -163,15 +165,16 @@ class Ledger:
         for status, count in counts.items():
             requests[status_class(status)] += count
 
-    def observe(self, target: bytes, status: int | None, count: int, verdict: str) -> None:
+    def observe(self, target: bytes, status: int | None, count: int, error: InvalidTarget) -> None:
         """Note ``count`` requests for ``target`` answered ``status`` that the
-        current policy rejects under the rule ``verdict``. (Count them with
+        current policy rejects with ``error``. (Count them with
         :meth:`count_statuses` too.)"""
         kind = status_class(status)
+        verdict = error.rule
         if kind == "served":
             served = self.served
             if target not in served and target not in self.failed:
-                self._new(target, verdict)
+                self.errors[target] = error
             served[target] = served.get(target, 0) + count
             return
         known = target in self.served or target in self.failed
@@ -184,12 +187,8 @@ class Ledger:
                 self.dropped += count
                 return
             self._failed_kept += 1
-            self._new(target, verdict)
+            self.errors[target] = error
         self.failed[target] = self.failed.get(target, 0) + count
-
-    def _new(self, target: bytes, verdict: str) -> None:
-        if verdict in PROTECTED_RULES:
-            self.protected[target] = verdict
 
     def items(self) -> list[tuple[bytes, int, int]]:
         """Every target kept, with its requests answered 2xx/3xx and 4xx/5xx."""
@@ -329,7 +328,9 @@ class Suggestion:
 class _Item:
     """One rejected target of the log."""
 
-    __slots__ = ("failed", "first", "key", "needs", "path", "served", "stop", "target")
+    __slots__ = (
+        "failed", "first", "key", "needs", "path", "served", "stop", "target", "verdicts"
+    )  # fmt: skip
 
     def __init__(self, target: bytes, served: int, failed: int) -> None:
         self.target = target
@@ -344,13 +345,22 @@ class _Item:
         self.first: _Cause | None = None
         self.needs: list[tuple[str, str]] = []
         self.stop: _Cause | None = None
+        # Verdicts by policy: the engine asks again under equal policies (a
+        # target's own relaxation is often its route's; the text read back
+        # makes equal policies anew).
+        self.verdicts: dict[Policy, InvalidTarget | None] = {}
 
 
 def _judge(item: _Item, policy: Policy) -> InvalidTarget | None:
+    verdicts = item.verdicts
+    if policy in verdicts:
+        return verdicts[policy]
     try:
         parse_target(item.target, policy)
     except InvalidTarget as error:
+        verdicts[policy] = error
         return error
+    verdicts[policy] = None
     return None
 
 
@@ -683,11 +693,14 @@ def _atoms(cause: _Cause) -> dict[Atom, int]:
     return cause.atoms if cause.atoms is not None else {}
 
 
-def _assess(item: _Item, policy: Policy) -> None:
+def _assess(item: _Item, policy: Policy, error: InvalidTarget | None = None) -> None:
     """Set ``item.first``, why ``policy`` rejects it; ``item.needs``, the
     settings (with the rule each relaxes) it needs beyond ``policy``, found
     by relaxing a copy of ``policy`` for it alone; and ``item.stop``, the
-    cause that stops it when a rule never loosened does."""
+    cause that stops it when a rule never loosened does. ``error``: what
+    ``policy`` raised for it, when the audit already knows."""
+    if error is not None:
+        item.verdicts[policy] = error
     item.needs, item.stop = _needs(item, policy)
 
 
@@ -737,11 +750,7 @@ def suggest(
     # one is no evidence against anything.
     table = current.table()
     for item in items:
-        rule = ledger.protected.get(item.target)
-        if rule is not None:  # the audit found a rule never loosened
-            item.stop = _Cause(rule, None, _REASONS[rule])
-        else:
-            _assess(item, table.select(item.target))
+        _assess(item, table.select(item.target), ledger.errors.get(item.target))
     stopped = {item: item.stop for item in served if item.stop is not None}
     admissible = [item for item in served if item.stop is None]
     evidence = [item for item in failing if item.stop is None]
