@@ -329,14 +329,13 @@ class _Item:
     """One rejected target of the log."""
 
     __slots__ = (
-        "failed", "first", "key", "needs", "path", "served", "stop", "target", "verdicts"
+        "_key", "_path", "failed", "first", "needs", "served", "stop", "target", "verdicts"
     )  # fmt: skip
 
     def __init__(self, target: bytes, served: int, failed: int) -> None:
         self.target = target
-        self.path = path_of(target)
-        # The path as routes see it (_routes.RouteTable.select).
-        self.key = percent_decode(self.path) if b"%" in self.path else self.path
+        self._path: bytes | None = None
+        self._key: bytes | None = None
         self.served = served
         self.failed = failed
         # Why the current policy rejects it, what it needs beyond that
@@ -349,6 +348,21 @@ class _Item:
         # target's own relaxation is often its route's; the text read back
         # makes equal policies anew).
         self.verdicts: dict[Policy, InvalidTarget | None] = {}
+
+    @property
+    def path(self) -> bytes:
+        """The raw path (made when first read: most targets never need it)."""
+        if self._path is None:
+            self._path = path_of(self.target)
+        return self._path
+
+    @property
+    def key(self) -> bytes:
+        """The path as routes see it (_routes.RouteTable.select)."""
+        if self._key is None:
+            path = self.path
+            self._key = percent_decode(path) if b"%" in path else path
+        return self._key
 
 
 def _judge(item: _Item, policy: Policy) -> InvalidTarget | None:
