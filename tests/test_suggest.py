@@ -443,6 +443,12 @@ def test_each_line_says_rule_requests_targets_and_an_example() -> None:
         "/api/v4/projects/gitlab-org%2Fgitlab/issues?state=opened&per_page=20",
         'encoded_slash = "keep"',
     ]
+    brackets = change_of(result, "/api/v1/", "raw_query_extra")
+    assert (brackets.rules, brackets.admits.requests, brackets.admits.targets) == (
+        ("raw-char",),
+        21,
+        3,
+    )
     textarea = change_of(result, "/support/", "query_allow_chars")
     assert textarea.rules == ("forbidden-char",)
     assert textarea.admits.example == "/support/preview?body=line+one%0D%0Aline+two"

@@ -9,8 +9,9 @@ rejected for the same reason, it is evidence against relaxing there.
 
 What the engine does, in order:
 
-1. :class:`Ledger` is fed every request (target, status, count, verdict under
-   the current policy) and keeps only the targets the current policy rejects.
+1. :class:`Ledger` is told, by the auditor, the statuses of all requests
+   and each target the current policy rejects, with its status, count and
+   error; it keeps those targets only.
 2. :func:`suggest` relaxes, round after round, the earliest rule (in the
    parser's order) that still rejects a served target. Each relaxation is
    one *atom* (``encoded_slash = "keep"``, one character for
@@ -98,13 +99,6 @@ _SWITCHES: Final[dict[str, str]] = {
 }
 _CHAR_KEYS: Final = ("raw_path_extra", "raw_query_extra", "allow_chars", "query_allow_chars")
 _LIMIT_KEYS: Final = ("max_length", "max_segments", "max_params")
-_RULE_OF_SWITCH: Final[dict[str, str]] = {
-    "encoded_slash": "encoded-slash",
-    "encoded_backslash": "encoded-backslash",
-    "empty_segment": "empty-segment",
-    "double_encoding": "double-encoding",
-    "path_params": "raw-char",
-}
 # What Policy.browser() adds to Policy(): the browser preset's fields.
 _BROWSER_KEYS: Final = ("raw_path_extra", "raw_query_extra", "query_allow_chars")
 
@@ -372,8 +366,8 @@ def _judge(item: _Item, policy: Policy) -> InvalidTarget | None:
     try:
         parse_target(item.target, policy)
     except InvalidTarget as error:
-        verdicts[policy] = error
-        return error
+        kept = verdicts[policy] = error.with_traceback(None)  # not the parser's frames
+        return kept
     verdicts[policy] = None
     return None
 
@@ -869,6 +863,7 @@ def _credits(draft: _Draft, items: Iterable[_Item]) -> _Credit:
             continue
         prefix = draft.route_of(item)
         route = draft.routes[prefix] if prefix is not None else base
+        seen: set[tuple[str | None, str]] = set()
         for key, rule in needed:
             scope: str | None = prefix
             if prefix is None or _same(key, getattr(route, key), getattr(base, key)):
@@ -876,7 +871,8 @@ def _credits(draft: _Draft, items: Iterable[_Item]) -> _Credit:
                 if key in _BROWSER_KEYS and _same(key, getattr(base, key), getattr(preset, key)):
                     key = "preset"
             members, rules = credits.setdefault((scope, key), ([], set()))
-            if not members or members[-1] is not item:
+            if (scope, key) not in seen:  # an item counts once per line
+                seen.add((scope, key))
                 members.append(item)
             rules.add(rule)
     return credits
