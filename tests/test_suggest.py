@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import doctest
 import json
+import re
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -439,7 +440,7 @@ def test_each_line_says_rule_requests_targets_and_an_example() -> None:
     assert block.splitlines() == [
         '[routes."/api/v4/projects/"]',
         "# encoded-slash: admits 64 requests (4 targets) answered 2xx/3xx,",
-        "#   none answered 4xx/5xx; e.g. "
+        "#   and none answered 4xx/5xx; e.g. "
         "/api/v4/projects/gitlab-org%2Fgitlab/issues?state=opened&per_page=20",
         'encoded_slash = "keep"',
     ]
@@ -828,3 +829,22 @@ def test_a_list_of_targets_has_no_status(
     assert code == 0
     assert tomllib.loads(out) == {"preset": "strict"}
     assert "# Requests with no 2xx-5xx status (1xx, 000, or a list of targets): 2;" in out
+
+
+def test_the_documented_example_is_what_the_command_prints(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/suggest.md shows the command run on the realistic log above."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "suggest.md").read_text()
+    shown = "".join(re.findall(r"```console\n(.*?)```", page, re.DOTALL))
+    monkeypatch.chdir(tmp_path)
+    write_log(tmp_path / "access.log", REALISTIC)
+    printed = []
+    for argv in (
+        ["audit", "--suggest", "access.log"],
+        ["audit", "--suggest", "--write", "urlguard.toml", "access.log"],
+        ["audit", "--config", "urlguard.toml", "access.log"],
+    ):
+        main(argv)
+        printed.append(f"$ urlguard {' '.join(argv)}\n{capsys.readouterr().out}")
+    assert shown == "".join(printed)

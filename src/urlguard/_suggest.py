@@ -1203,7 +1203,7 @@ def _commented(change: Change, value: object) -> list[str]:
         "answered 2xx/3xx,"
     )
     if not against.requests:
-        return [head, f"#   none answered 4xx/5xx; e.g. {admits.example}", line]
+        return [head, f"#   and none answered 4xx/5xx; e.g. {admits.example}", line]
     return [
         head,
         f"#   e.g. {admits.example}",

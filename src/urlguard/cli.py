@@ -54,7 +54,7 @@ from ._audit import FORMATS, AuditError, Auditor, Progress, ProgressFactory, Rep
 from ._audit import display_pieces as _display_pieces
 from ._config import PRESETS, Config, preset_policy
 from ._routes import RouteTable
-from ._suggest import Ledger, Suggestion, suggest
+from ._suggest import Ledger, Suggestion, suggest, toml_string
 
 #: Exit codes (pinned).
 EXIT_OK: Final = 0
@@ -416,7 +416,7 @@ def _suggestion_summary(suggestion: Suggestion, report: Report, path: str) -> st
     ]
     settings = [c for c in s.changes if c.origin == "suggested"]
     for change in settings:
-        where = "top level" if change.scope is None else f"routes.{change.scope}"
+        where = "top level" if change.scope is None else f"[routes.{toml_string(change.scope)}]"
         lines.append(
             f"  {where}: {change.key} ({', '.join(change.rules)}) admits "
             f"{change.admits.requests:,} requests, {change.against.requests:,} answered 4xx/5xx"
