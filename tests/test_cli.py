@@ -567,6 +567,22 @@ def test_audit_text_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     assert rules == ["invalid-utf8", "raw-char"]  # most frequent first
 
 
+def test_audit_text_report_shows_unparseable_lines_escaped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "access.log"
+    path.write_bytes(
+        log([combined(b"GET / HTTP/1.1"), b"\x1b]0;owned\x07 not a log line", combined(b"-")])
+    )
+    code, out, err = run(capsys, "audit", str(path))
+    assert (code, err) == (0, "")
+    assert out.splitlines()[3:6] == [
+        "unparseable             2",
+        "    \\x1B]0;owned\\x07 not a log line",
+        "    -",
+    ]
+
+
 def test_audit_text_report_all_clear(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "access.log"
     path.write_bytes(log([common(b"GET /a HTTP/1.1")] * 3))

@@ -376,6 +376,23 @@ ENGINE = [
         id="never loosened: fragment, bad form, raw bytes, controls, bidi, noncharacters, host",
     ),
     P(
+        [(b"http://example.com/api/a%2Fb", 200, 2), (b"HTTPS://example.com/api/c%2Fd?x=1", 200, 1)],
+        None,
+        {"routes": {"/api/": {"encoded_slash": "keep"}}},
+        {},
+        id="absolute-form: routes by its path",
+    ),
+    P(
+        [(b'/a"b/c%2Fd', 200, 1), (b"/a\\b/e%2Ff", 200, 1), (b"/x/y", 404, 1)],
+        None,
+        {
+            "encoded_slash": "keep",
+            "routes": {'/a"b/': {"raw_path_extra": '"'}, "/a\\b/": {"raw_path_extra": "\\"}},
+        },
+        {},
+        id="quotes and backslashes in a route prefix",
+    ),
+    P(
         [(b"/thing", 101, 5), (b"/a%2Fb", None, 5), (b"/c%2Fd", 0, 1)],
         None,
         {},
@@ -494,6 +511,18 @@ def test_existing_configuration_is_kept_and_marked() -> None:
     assert "max_segments = 64  # as in the current configuration" in result.text
 
 
+def test_mode_is_kept() -> None:
+    ledger = ledger_of([(b"/a/b%2Fc", 200, 1)], RouteTable(Policy(), []))
+    result = suggest(ledger, Policy(), mode="report")
+    assert result.mapping == {
+        "preset": "strict",
+        "mode": "report",
+        "routes": {"/a/": {"encoded_slash": "keep"}},
+    }
+    assert '\nmode = "report"  # as in the current configuration\n' in result.text
+    assert config_from_mapping(tomllib.loads(result.text)).mode == "report"
+
+
 def test_a_route_inside_a_route_repeats_what_encloses_it() -> None:
     # /api/ gets the browser's query characters, a prefix chosen with the
     # evidence under all of /api/; the longer route for %2F made later
@@ -584,6 +613,7 @@ def loosest_from(policy: Policy) -> Policy:
 LOOSEST = loosest_from(Policy())
 SEGMENTS = ["a", "", "b%2Fc", "..", ".", "%2E", "%C0%AE", "%00", "%E2%80%AE", "caf%C3%A9"]
 SEGMENTS += ["[1]", "x|y", "a;b", "%zz", "%255C", "d%5Ce", "%2F", "..%2F", "%ED%A0%80"]
+SEGMENTS += ['q"t', "b\\s", "a<b", "%E6%97%A5"]
 QUERIES = ["", "q=1", "f[a]=1", "t=a%0D%0Ab", "z=%00", 'w="x"', "u=%E2%80%AE", "k=%09", "^"]
 STATUSES = [200, 204, 302, 304, 400, 404, 500, None]
 
