@@ -1,5 +1,5 @@
 """Write the fuzzing seed corpus: the truth-table targets of tests/test_target.py
-and the regression inputs of tests/test_fuzz_regressions.py, one file each.
+and the corner cases of tests/test_fuzz_regressions.py, one file each.
 
     python fuzz/build_corpus.py DIRECTORY
 """
@@ -12,12 +12,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from test_fuzz_regressions import REGRESSIONS, seed_targets
+from test_fuzz_regressions import CORNER_CASES, seed_targets
 
 
 def seeds() -> list[bytes]:
-    regressions = [param.values[0] for param in REGRESSIONS]
-    return [*seed_targets(), *(data for data in regressions if isinstance(data, bytes))]
+    corner_cases = [param.values[0] for param in CORNER_CASES]
+    return [*seed_targets(), *(data for data in corner_cases if isinstance(data, bytes))]
 
 
 def main(argv: list[str]) -> int:

@@ -14,7 +14,7 @@ Run it (``tox -e fuzz`` does this, for a bounded time)::
     python fuzz/fuzz_parse_target.py -max_total_time=120 -max_len=9000 /tmp/corpus
 
 Any input that fails is written as ``crash-<sha1>`` (see ``-artifact_prefix``);
-add it to ``REGRESSIONS`` in ``tests/test_fuzz_regressions.py``.
+add it to ``CORNER_CASES`` in ``tests/test_fuzz_regressions.py``.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 ``fuzz/fuzz_parse_target.py`` (atheris, run by ``tox -e fuzz``) calls
 :func:`check_one` on every input it makes. It starts from the targets of the
 truth tables in ``tests/test_target.py`` (:func:`seed_targets`, written out by
-``fuzz/build_corpus.py``). Any input that ever made it fail goes into
-``REGRESSIONS`` below, with the date and what it broke, so that the default
+``fuzz/build_corpus.py``). Any input that ever makes it fail goes into
+``CORNER_CASES`` below, with the date and what it broke, so that the default
 test run replays it for good.
 
     >>> check_one(b"/caf%C3%A9/x?q=a+b")  # passes silently
@@ -50,18 +50,15 @@ FUZZ_POLICIES = (
 Verdict = str | tuple[tuple[str, ...], tuple[tuple[str, str], ...]]
 ROOT = ("",)
 
-#: Inputs that once made the fuzzer fail: P(bytes, verdict under Policy(),
-#: verdict under Policy.browser(), id="what failed, and when"). Whatever else
-#: a case checks, check_one must hold for it under every fuzz policy.
-#: None has so far: on the parser of issue 6, fuzz_parse_target.py ran 120 s
-#: (48,906 inputs, each under 6 policies) and fuzz_differential.py 120 s
-#: (52,728 inputs, each under 9 policy pairs) without a failure. Until one
-#: does, this holds hand-picked corner cases of the kind fuzzers find, each
-#: with the verdict DESIGN.md §2 gives it. The raw-char check of a component
-#: comes before any decoding, so a raw backslash outranks the malformed
-#: escapes and encoded slashes around it; the browser preset allows a raw
-#: backslash in the query only.
-REGRESSIONS = [
+#: Hand-picked corner cases of the kind fuzzers find: P(bytes, verdict under
+#: Policy(), verdict under Policy.browser(), id="what it tries"), each with the
+#: verdict the rules (docs/rules.md) give it. Whatever else a case checks,
+#: check_one must hold for it under every fuzz policy. An input that makes the
+#: fuzzer fail joins them, its id saying what failed and when; none has yet.
+#: The raw-char check of a component comes before any decoding, so a raw
+#: backslash outranks the malformed escapes and encoded slashes around it;
+#: the browser preset allows a raw backslash in the query only.
+CORNER_CASES = [
     P(b"", "bad-form", "bad-form", id="empty input"),
     P(b"/%", "malformed-escape", "malformed-escape", id="lone percent at the end"),
     P(b"/%%", "malformed-escape", "malformed-escape", id="two percents"),
@@ -183,8 +180,8 @@ def test_seed_corpus_replays() -> None:
         check_one(seed)
 
 
-@pytest.mark.parametrize(("data", "strict", "browser"), REGRESSIONS)
-def test_regression(data: bytes, strict: Verdict, browser: Verdict) -> None:
+@pytest.mark.parametrize(("data", "strict", "browser"), CORNER_CASES)
+def test_corner_case(data: bytes, strict: Verdict, browser: Verdict) -> None:
     check_one(data)
     assert verdict(data, Policy()) == strict
     assert verdict(data, Policy.browser()) == browser
