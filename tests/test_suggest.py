@@ -151,6 +151,33 @@ def test_status_class(status: int | None, kind: str) -> None:
     assert status_class(status) == kind
 
 
+def test_ledger_keeps_what_the_engine_needs_and_counts_the_rest() -> None:
+    slash = InvalidTarget("encoded-slash", "path", 1, 2)
+    dots = InvalidTarget("dot-segment", "path", 1, 2)
+    ledger = Ledger(keep_failed=2)
+    ledger.count_statuses({200: 10, 304: 2, 404: 5, 500: 1, 101: 1, None: 3})
+    ledger.observe(b"/a/b%2Fc", 200, 4, slash)
+    ledger.observe(b"/a/b%2Fc", 404, 1, slash)  # the same target, failing too
+    ledger.observe(b"/x/y%2Fz", 404, 2, slash)
+    ledger.observe(b"/x/..", 400, 3, dots)  # never loosened: no evidence needed
+    ledger.observe(b"/p/q%2Fr", 500, 1, slash)
+    ledger.observe(b"/s/t%2Fu", 404, 1, slash)  # beyond keep_failed
+    ledger.observe(b"/o/p%2Fq", 101, 1, slash)  # neither way
+    assert ledger.requests == {"served": 12, "failed": 6, "other": 4}
+    assert ledger.items() == [
+        (b"/a/b%2Fc", 4, 1),
+        (b"/x/y%2Fz", 0, 2),
+        (b"/p/q%2Fr", 0, 1),
+    ]
+    assert set(ledger.errors) == {b"/a/b%2Fc", b"/x/y%2Fz", b"/p/q%2Fr"}
+    assert ledger.not_kept == {
+        ("failed", "dot-segment"): 3,
+        ("failed", "encoded-slash"): 1,
+        ("other", "encoded-slash"): 1,
+    }
+    assert ledger.dropped == 1
+
+
 # --- what: the narrowest change per cause -----------------------------------------------
 
 GITLAB: list[Request] = [
