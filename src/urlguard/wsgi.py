@@ -44,7 +44,7 @@ empty segments, double encoding; ``%2F`` can no longer be told from ``/``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Final
+from typing import Any, Final
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 from ._errors import InvalidTarget
@@ -95,7 +95,7 @@ class StrictURLMiddleware(GuardedMiddleware[WSGIApplication, WSGIEnvironment]):
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         app = self.app  # an attribute load: quicker than calling self.app in 3.11
-        raw = environ.get("RAW_URI")
+        raw: Any = environ.get("RAW_URI")  # a str (PEP 3333), but a server may differ
         if raw is None:
             raw = environ.get("REQUEST_URI")
         try:
