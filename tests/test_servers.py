@@ -254,8 +254,16 @@ _GUNICORN: dict[str, Outcome] = {
     "GET *": Refused(400),
     "9000-byte target": Refused(414),  # limit_request_line 4094
 }
-# granian answers its own empty 400 for raw '"', '<', '>' and '`' (common ids).
-_GRANIAN_REFUSES = ("raw quote and angle brackets", "raw braces, pipe, caret, backtick")
+# granian answers its own empty 400 for a raw '<' or '>', a raw '`' in the
+# path and a raw '"' in the query (common ids).
+_GRANIAN_REFUSES = (
+    "raw quote and angle brackets",
+    "raw braces, pipe, caret, backtick",
+    "raw > in the path",
+    "raw backtick in the path",
+    "raw quote in the query",
+    "raw < in the query",
+)
 
 SERVERS: dict[str, Spec] = {
     "uvicorn-h11": Spec("uvicorn-h11", True, _H11, websocket="denial"),
@@ -586,6 +594,13 @@ REJECTED = [
     P(b"/ECHOME\\x", "raw-char", id="raw backslash"),
     P(b'/ECHOME"<>', "raw-char", id="raw quote and angle brackets"),
     P(b"/ECHOME{x}|^`", "raw-char", id="raw braces, pipe, caret, backtick"),
+    P(b'/ECHOME"x', "raw-char", id="raw quote in the path"),
+    P(b"/ECHOME>x", "raw-char", id="raw > in the path"),
+    P(b"/ECHOME`x", "raw-char", id="raw backtick in the path"),
+    P(b"/ECHOME{}|^x", "raw-char", id="raw braces, pipe, caret in the path"),
+    P(b'/x?ECHOME="', "raw-char", id="raw quote in the query"),
+    P(b"/x?ECHOME=<", "raw-char", id="raw < in the query"),
+    P(b"/x?ECHOME=`", "raw-char", id="raw backtick in the query"),
     P(b"/ECHOME" + b"/a" * 130, "too-many", id="130 segments"),
     P(b"/ECHOME?" + b"a&" * 1001, "too-many", id="1001 params"),
 ]
