@@ -27,16 +27,8 @@ from typing import Any, NamedTuple, get_type_hints
 import pytest
 
 from urlguard import Config, InvalidTarget, Policy, Target, asgi, parse_target, wsgi
-from urlguard._guard import (
-    Answer,
-    Guard,
-    GuardedMiddleware,
-    MissingRawTarget,
-    Request,
-    describe,
-    forbidden_class,
-    rebuild_target,
-)
+from urlguard._answers import Answer, describe, forbidden_class
+from urlguard._guard import Guard, GuardedMiddleware, MissingRawTarget, Request, rebuild_target
 
 P = pytest.param
 Carrier = dict[str, Any]

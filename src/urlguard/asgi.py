@@ -48,8 +48,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any, Final
 
+from ._answers import Answer
 from ._errors import InvalidTarget
-from ._guard import TARGET_KEY, Answer, GuardedMiddleware, Request
+from ._guard import TARGET_KEY, GuardedMiddleware, Request
 from ._target import Target
 
 __all__ = ["ASGIApp", "OnReject", "OnViolation", "StrictURLMiddleware"]

@@ -47,8 +47,9 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
+from ._answers import Answer
 from ._errors import InvalidTarget
-from ._guard import TARGET_KEY, Answer, GuardedMiddleware, Request
+from ._guard import TARGET_KEY, GuardedMiddleware, Request
 from ._target import Target
 
 __all__ = ["OnReject", "OnViolation", "StrictURLMiddleware"]
