@@ -11,7 +11,9 @@ temporary directory that is removed afterwards:
 Each log is audited in-process (``urlguard.cli.main(["audit", "--json", ...])``,
 stdout captured) and as a subprocess (``python -m urlguard audit --json``,
 interpreter start-up included), several times; the JSON report must count
-every line, or the run is refused.
+every line, or the run is refused. Then the same again with ``--suggest``
+(the configuration proposed from the statuses, computed after the last line
+and included in the time); its report must hold a suggestion too.
 """
 
 from __future__ import annotations
@@ -85,11 +87,18 @@ def write_log(path: Path, targets: Sequence[bytes], seed: int) -> None:
         fh.writelines(_line(rng, t, i // 50) for i, t in enumerate(targets))
 
 
-def _in_process(path: Path) -> tuple[float, dict[str, object]]:
+#: The two ways of auditing measured: the plain audit, and --suggest.
+COMMANDS: dict[str, list[str]] = {
+    "audit --json": ["audit", "--json"],
+    "audit --suggest --json": ["audit", "--suggest", "--json"],
+}
+
+
+def _in_process(command: list[str], path: Path) -> tuple[float, dict[str, object]]:
     buffer = io.StringIO()
     start = time.perf_counter()
     with contextlib.redirect_stdout(buffer):
-        status = cli.main(["audit", "--json", str(path)])
+        status = cli.main([*command, str(path)])
     elapsed = time.perf_counter() - start
     if status not in (0, 1):
         raise RuntimeError(f"urlguard audit exited with {status}")
@@ -97,8 +106,8 @@ def _in_process(path: Path) -> tuple[float, dict[str, object]]:
     return elapsed, report
 
 
-def _subprocess(path: Path) -> tuple[float, dict[str, object]]:
-    argv = [sys.executable, "-m", "urlguard", "audit", "--json", str(path)]
+def _subprocess(command: list[str], path: Path) -> tuple[float, dict[str, object]]:
+    argv = [sys.executable, "-m", "urlguard", *command, str(path)]
     start = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, timeout=600, check=False)
     elapsed = time.perf_counter() - start
@@ -111,9 +120,10 @@ def _subprocess(path: Path) -> tuple[float, dict[str, object]]:
 def run(
     corpus: Corpus, lines: int, repeats: int, out: Callable[[str], None] = print
 ) -> list[Check]:
-    """Generate both logs, audit each ``repeats`` times both ways; print one table."""
-    rows: list[list[str]] = []
+    """Generate both logs, audit each ``repeats`` times both ways, without and
+    with ``--suggest``; print one table for each."""
     checks: list[Check] = []
+    headers = ["log", "run", "lines", "MB", "lines/s", "min–max", "rejected", "goal"]
     with tempfile.TemporaryDirectory(prefix="urlguard-bench-") as tmp:
         logs = {
             "typical": Path(tmp, "typical.log"),
@@ -121,28 +131,35 @@ def run(
         }
         write_log(logs["typical"], zipf_targets(corpus, lines, corpus.seed), corpus.seed)
         write_log(logs["distinct"], distinct_targets(corpus, lines), corpus.seed)
-        for kind, path in logs.items():
-            size = path.stat().st_size
-            for how, audit in (("in-process", _in_process), ("subprocess", _subprocess)):
-                rates: list[float] = []
-                report: dict[str, object] = {}
-                for _ in range(repeats):
-                    elapsed, report = audit(path)
-                    if report.get("lines") != lines:
-                        counted = report.get("lines")
-                        raise RuntimeError(f"audit counted {counted} lines, not {lines}")
-                    rates.append(lines / elapsed)
-                s = summarize(rates)
-                rows.append([
-                    kind, how, f"{lines:,}", f"{size / 1e6:.1f}", f"{s.median:,.0f}",
-                    s.range(",.0f"), f"{report.get('rejected')}",
-                    f"{GOAL.text()} {GOAL.verdict(s.median)}",
-                ])  # fmt: skip
-                checks.append(Check(
-                    Goal(f"audit: {kind} log, {how}", GOAL.limit, GOAL.at_most),
-                    s.median, f"min–max {s.range(',.0f')}",
-                ))  # fmt: skip
-    out(f"Audit: `urlguard audit --json` lines per second, median of {repeats} runs (min–max)")
-    headers = ["log", "run", "lines", "MB", "lines/s", "min–max", "rejected", "goal"]
-    out(table(headers, rows))
+        for name, command in COMMANDS.items():
+            rows: list[list[str]] = []
+            for kind, path in logs.items():
+                size = path.stat().st_size
+                for how, audit in (("in-process", _in_process), ("subprocess", _subprocess)):
+                    rates: list[float] = []
+                    report: dict[str, object] = {}
+                    for _ in range(repeats):
+                        elapsed, report = audit(command, path)
+                        _check_report(report, lines, suggest="--suggest" in command)
+                        rates.append(lines / elapsed)
+                    s = summarize(rates)
+                    rows.append([
+                        kind, how, f"{lines:,}", f"{size / 1e6:.1f}", f"{s.median:,.0f}",
+                        s.range(",.0f"), f"{report.get('rejected')}",
+                        f"{GOAL.text()} {GOAL.verdict(s.median)}",
+                    ])  # fmt: skip
+                    label = "audit" if name == "audit --json" else "audit --suggest"
+                    checks.append(Check(
+                        Goal(f"{label}: {kind} log, {how}", GOAL.limit, GOAL.at_most),
+                        s.median, f"min–max {s.range(',.0f')}",
+                    ))  # fmt: skip
+            out(f"Audit: `urlguard {name}` lines per second, median of {repeats} runs (min–max)")
+            out(table(headers, rows))
     return checks
+
+
+def _check_report(report: dict[str, object], lines: int, *, suggest: bool) -> None:
+    if report.get("lines") != lines:
+        raise RuntimeError(f"audit counted {report.get('lines')} lines, not {lines}")
+    if suggest and not isinstance(report.get("suggestion"), dict):
+        raise RuntimeError("audit --suggest gave no suggestion")

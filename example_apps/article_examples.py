@@ -25,7 +25,7 @@ ARTICLES: dict[str, str] = {
     "Every web developer": (
         '"What every web developer must know about URL encoding" (Lunatech, 2009)'
     ),
-    "Escape a URI": '"How do you escape a complete URI?" (Matt Giuca, 2012)',
+    "Escape a URI": '"How do you escape a complete URI?" (2012)',
     "Percent-encoding": '"Percent-encoding" (Wikipedia)',
 }
 

@@ -23,6 +23,9 @@ Then try (``--path-as-is``: without it curl resolves ``..`` and ``%2e`` itself):
     curl --path-as-is 'http://127.0.0.1:8000/files/units/kg%2Fs'
     {"query":[],"segments":["files","units","kg/s"]}
 
+    curl --path-as-is 'http://127.0.0.1:8000/files/.git%2Fconfig'
+    {"query":[],"segments":["files",".git/config"]}
+
     curl --path-as-is 'http://127.0.0.1:8000/files/%2Fetc%2Fpasswd'
     400 Bad Request: empty-segment: the path contains an empty segment ('//')
         (path segment 1, byte offset 7)
@@ -44,8 +47,8 @@ Then try (``--path-as-is``: without it curl resolves ``..`` and ``%2e`` itself):
         (path segment 2, byte offset 8)
 
     curl --path-as-is 'http://127.0.0.1:8000/echo/a?q=%00'
-    400 Bad Request: forbidden-char: a decoded character is outside the allowed range
-        (query parameter 0, byte offset 10)
+    400 Bad Request: forbidden-char: a decoded character is a control character
+        (C0, DEL or C1) (query parameter 0, byte offset 10)
 
     curl --path-as-is -H 'Accept: application/json' 'http://127.0.0.1:8000/echo/a//b'
     {"type":"about:blank","title":"Bad Request","status":400,"detail":"empty-segment: the
@@ -54,8 +57,9 @@ Then try (``--path-as-is``: without it curl resolves ``..`` and ``%2e`` itself):
 
 (The 400 bodies are one line each, wrapped here; under ``flask run`` the port
 is 5000. Flask writes ``\\u00e9`` for ``é``: the same JSON string.) A kept
-``%2F`` is data inside one segment, as ``/etc/passwd`` above shows: never join
-such a segment into a file system path.
+``%2F`` is data inside one segment: the parts it separates may be neither
+``..`` nor empty, but ``.git/config`` above passes. Never join such a segment
+into a file system path (docs/security.md, "What a kept %2F still means").
 """
 
 from __future__ import annotations

@@ -40,7 +40,8 @@ Then try (``--path-as-is``: without it curl resolves ``..`` and ``%2e`` itself):
 
     curl --path-as-is -H 'Accept: application/json' 'http://127.0.0.1:8000/echo/%E2%80%AE'
     {"type":"about:blank","title":"Bad Request","status":400,"detail":"forbidden-char: a
-        decoded character is outside the allowed range (path segment 1, byte offset 6)",
+        decoded character is a bidirectional control (Unicode TR9; CVE-2021-42574)
+        (path segment 1, byte offset 6)",
         "rule":"forbidden-char","component":"path","index":1,"offset":6}
 
 (The 400 bodies are one line each, wrapped here.)

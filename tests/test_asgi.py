@@ -1,6 +1,7 @@
 """urlguard.asgi.StrictURLMiddleware at the protocol boundary: hand-built scopes
-shaped like each server's (LANDSCAPE.md), truth tables of what passes and what
-is rejected, and every option. Real servers are tested elsewhere."""
+shaped like each server's (as measured, see docs/servers.md), truth tables of
+what passes and what is rejected, and every option. The decision behind it is
+tested on its own in test_guard.py, real servers in test_servers.py."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ ASGIApp = Callable[
 # A marker put in hostile targets: it must never come back in a response body.
 MARK = b"ECHOME"
 
-# --- server shapes (LANDSCAPE.md, "Where the raw target is") --------------------------------
+# --- server shapes (docs/servers.md: where the raw target is) --------------------------------
 
 EXACT = ("uvicorn-h11", "hypercorn", "daphne")  # raw_path byte-exact, fragment and all
 REDUCING = ("uvicorn-httptools", "granian")  # drop '#frag', absolute-form -> its path
@@ -196,7 +197,7 @@ def _server_params() -> list[Any]:
         for server in SERVERS:
             expected = exact if server in EXACT else reducing
             if expected is None or (name == "noslash" and server == "uvicorn-httptools"):
-                continue  # uvicorn with httptools refuses 'noslash' itself (LANDSCAPE.md)
+                continue  # uvicorn with httptools refuses 'noslash' itself
             for root in ("", "/mnt"):
                 verdict = expected
                 if root and name == "noslash" and server == "uvicorn-h11":
@@ -241,26 +242,32 @@ def test_server_shapes(server: str, root: str, wire: bytes, expected: Expected) 
 
 ROOT_CASES = [
     # server, root_path, wire target, stored Target.raw, segments
-    P(
-        "hypercorn",
-        "/mnt",
-        b"/mnt/echo/a",
-        b"/echo/a",
-        ("echo", "a"),
-        id="hypercorn, root in target",
-    ),
-    P("daphne", "/mnt", b"/mnt/echo/a?x", b"/echo/a?x", ("echo", "a"), id="daphne, root in target"),
-    P("granian", "/mnt", b"/mnt", b"/mnt", ("mnt",), id="granian, the root itself is not stripped"),
+    P("hypercorn", "/mnt", b"/mnt/echo/a", b"/echo/a", ("echo", "a"), id="root in target"),
+    P("daphne", "/mnt", b"/mnt/echo/a?x", b"/echo/a?x", ("echo", "a"), id="daphne, with a query"),
+    P("granian", "/mnt", b"/mnt", b"/", ("",), id="the mount point itself is / below it"),
+    P("hypercorn", "/mnt", b"/mnt/", b"/", ("",), id="the mount point and its slash"),
+    P("hypercorn", "/mnt", b"/mnt?q=1", b"/?q=1", ("",), id="the mount point, a query"),
+    P("hypercorn", "/mnt/", b"/mnt/a", b"/a", ("a",), id="root_path with a trailing slash"),
     P("hypercorn", "/mnt", b"/mntx/a", b"/mntx/a", ("mntx", "a"), id="root ends at a slash"),
+    P("hypercorn", "/my app", b"/my%20app/x", b"/x", ("x",), id="root compared decoded"),
+    P("hypercorn", "/mnt", b"/%6Dnt/x", b"/x", ("x",), id="an escaped root"),
+    P("hypercorn", "/mnt", b"/%6dnt", b"/", ("",), id="an escaped root itself"),
+    P("hypercorn", "/caf\u00e9", b"/caf%C3%A9/x", b"/x", ("x",), id="a non-ASCII root"),
+    P("hypercorn", "/a/b", b"/a/b/c", b"/c", ("c",), id="a root of two segments"),
+    P("hypercorn", "/a/b", b"/a", b"/a", ("a",), id="above a root of two segments"),
+    P("hypercorn", "/mnt", b"/other", b"/other", ("other",), id="not below: judged whole"),
+    P("uvicorn-h11", "/mnt", b"/mnt/a", b"/mnt/a", ("mnt", "a"), id="uvicorn strips once"),
+    P("uvicorn-h11", "/mnt", b"/a?x=1", b"/a?x=1", ("a",), id="uvicorn, root glued in front"),
+    P("uvicorn-h11", "/mnt", b"/", b"/", ("",), id="uvicorn, the mount point"),
+    P("uvicorn-h11", "/my app", b"/x", b"/x", ("x",), id="uvicorn glues a root as it is"),
     P(
         "uvicorn-h11",
-        "/mnt",
-        b"/mnt/a",
-        b"/mnt/a",
-        ("mnt", "a"),
-        id="uvicorn strips its own root once",
+        "/my app",
+        b"/my%20app/x",
+        b"/my%20app/x",
+        ("my app", "x"),
+        id="uvicorn: what follows the root is the client's",
     ),
-    P("uvicorn-h11", "/mnt", b"/a?x=1", b"/a?x=1", ("a",), id="uvicorn, root glued in front"),
     P(
         "uvicorn-h11",
         "/mnt",
@@ -282,6 +289,27 @@ def test_root_path(
     assert status == 200
     target = inner.scopes[0]["urlguard.target"]
     assert (target.raw, target.segments) == (raw, segments)
+
+
+@pytest.mark.parametrize("server", ["hypercorn", "daphne", "granian"])
+@pytest.mark.parametrize("query", [P(b"", id="no query"), P(b"?q=1", id="a query")])
+def test_mount_point_itself_is_its_slash(server: str, query: bytes) -> None:
+    app, inner = guarded()
+    for wire in (b"/mnt", b"/mnt/"):
+        call(app, server_scope(server, wire + query, root_path="/mnt"))
+    bare, slash = (scope["urlguard.target"] for scope in inner.scopes)
+    assert bare == slash
+    assert (bare.raw, bare.segments, bare.query) == (slash.raw, ("",), slash.query)
+
+
+def test_path_below_the_root_is_judged_relative_to_it() -> None:
+    # '/a/b' mounted: '/a/b/%2E%2E' is a dot segment below it; '/a%2Fb/x' is not
+    # below it (its first segment is 'a/b'), so it is judged whole.
+    app, _ = guarded()
+    for wire, rule in ((b"/a/b/%2E%2E", b"dot-segment"), (b"/a%2Fb/x", b"encoded-slash")):
+        status, _, body = response(call(app, server_scope("hypercorn", wire, root_path="/a/b")))
+        assert status == 400
+        assert rule in body
 
 
 def test_server_keys_are_never_rewritten() -> None:
@@ -734,9 +762,10 @@ ROUTED = [
         "hypercorn",
         "/mnt",
         b"/%6Dnt/files/a%2Fb",
-        ("mnt", "files", "a/b"),
-        id="encoded root still selects the route",
+        ("files", "a/b"),
+        id="encoded root is taken off too",
     ),
+    P("hypercorn", "/my app", b"/my%20app/files/a%2Fb", ("files", "a/b"), id="root with a space"),
     P("hypercorn", "/mnt", b"/files/a%2Fb", ("files", "a/b"), id="root stripped by a proxy"),
 ]
 
@@ -876,7 +905,7 @@ def test_log_line_fields(caplog: pytest.LogCaptureFixture) -> None:
     (record,) = caplog.records
     assert record.name == "urlguard"
     assert record.getMessage() == (
-        "urlguard: rejected request target: rule=invalid-utf8 component=path index=1 "
+        "rejected request target: rule=invalid-utf8 component=path index=1 "
         "offset=6 client=127.0.0.1:51000 method=GET target=/a/caf%C4?x=1"
     )
     assert (

@@ -1,4 +1,4 @@
-"""The ``urlguard`` command (DESIGN.md §5): check, audit, encode, clean, pretty.
+"""The ``urlguard`` command: check, audit, encode, clean, pretty.
 
 In-process through ``main([...])``, and as a real program: the installed
 entry point and ``python -m urlguard``. Every log is generated here, in a
@@ -59,7 +59,7 @@ def assert_one_line_error(err: str) -> None:
 
 # --- check: verdicts ----------------------------------------------------------------------
 
-# target, --policy, then the JSON verdict: rule, segments, query (DESIGN.md §5).
+# target, --policy, then the JSON verdict: rule, segments, query.
 CHECK = [
     P("/caf%C3%A9/x?q=a+b", None, None, ["café", "x"], [["q", "a b"]], id="design example"),
     P("/", None, None, [""], [], id="root"),
@@ -565,6 +565,22 @@ def test_audit_text_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     assert ["/caf\\xC3\\xA9"] in words
     rules = [w[0] for w in words if w and w[0] in RULES]
     assert rules == ["invalid-utf8", "raw-char"]  # most frequent first
+
+
+def test_audit_text_report_shows_unparseable_lines_escaped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "access.log"
+    path.write_bytes(
+        log([combined(b"GET / HTTP/1.1"), b"\x1b]0;owned\x07 not a log line", combined(b"-")])
+    )
+    code, out, err = run(capsys, "audit", str(path))
+    assert (code, err) == (0, "")
+    assert out.splitlines()[3:6] == [
+        "unparseable             2",
+        "    \\x1B]0;owned\\x07 not a log line",
+        "    -",
+    ]
 
 
 def test_audit_text_report_all_clear(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

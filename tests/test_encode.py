@@ -1,9 +1,9 @@
 """The sending side: encoders, builders, URI cleaning and pretty printing.
 
 The expected sets below are typed from the literal text of RFC 3986 §2.2,
-§2.3 and §3.3-§3.5 and of "How do you escape a complete URI?" (Matt Giuca,
-2012), on purpose: the code derives them from
-``_grammar`` by set algebra, the tests check the result against the RFC.
+§2.3 and §3.3-§3.5 and of "How do you escape a complete URI?" (2012), on
+purpose: the code derives them from ``_grammar`` by set algebra, the tests
+check the result against the RFC.
 """
 
 from __future__ import annotations

@@ -124,6 +124,7 @@ OK_CASES = [
     P("/files/units/kg%2Fs", ["files", "units", "kg/s"], [], id="/files/ keeps %2F"),
     P("/files/a%2fb", ["files", "a/b"], [], id="/files/ keeps %2f, lower case"),
     P("/files/a%2F", ["files", "a/"], [], id="/files/ keeps a trailing %2F"),
+    P("/files/.git%2Fconfig", ["files", ".git/config"], [], id="/files/ dot-file, no dot segment"),
     P("/files/", ["files", ""], [], id="files, nothing after it"),
 ]
 

@@ -100,7 +100,7 @@ def test_forbidden_references_are_found(line: str) -> None:
 @pytest.mark.parametrize(
     "line",
     [
-        pytest.param("How do you escape a complete URI? (Matt Giuca, 2012)", id="article title"),
+        pytest.param("How do you escape a complete URI? (2012)", id="article title"),
         pytest.param("RFC 3986 section 3.3, RFC 3629", id="RFC sections"),
         pytest.param("seed 20240607; 1661 distinct", id="a random seed"),
         pytest.param("fuzz/build_corpus.py writes the seed corpus", id="fuzzing seeds"),

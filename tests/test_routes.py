@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from urlguard import Policy
-from urlguard._routes import RouteTable, is_server_wide_options, path_of
+from urlguard._routes import RouteTable, is_server_wide_options, path_of, unmount
 
 KEEP = Policy(encoded_slash="keep")
 SPLIT = Policy(path_params="split")
@@ -33,9 +33,35 @@ def test_select(target: bytes, expected: Policy) -> None:
     assert TABLE.select(target) == expected
 
 
-def test_mount_point_is_stripped() -> None:
-    assert TABLE.select(b"/mnt/files/a", b"/mnt") == KEEP
-    assert TABLE.select(b"/mntfiles/a", b"/mnt") == Policy()
+UNMOUNT = [
+    # raw target, decoded mount point -> the raw target relative to it
+    pytest.param(b"/mnt/a?q", b"/mnt", b"/a?q", id="below"),
+    pytest.param(b"/mnt", b"/mnt", b"/", id="the mount point itself is / below it"),
+    pytest.param(b"/mnt/", b"/mnt", b"/", id="the mount point and its slash"),
+    pytest.param(b"/mnt?q=/x", b"/mnt", b"/?q=/x", id="the mount point, a query"),
+    pytest.param(b"/mntx/a", b"/mnt", b"/mntx/a", id="ends where a segment ends"),
+    pytest.param(b"/my%20app/x", b"/my app", b"/x", id="compared decoded"),
+    pytest.param(b"/my app/x", b"/my app", b"/x", id="glued as it is (uvicorn)"),
+    pytest.param(b"/%6Dnt", b"/mnt", b"/", id="escaped mount point itself"),
+    pytest.param(b"/%6Dntx/a", b"/mnt", b"/%6Dntx/a", id="escaped, not below"),
+    pytest.param(b"/%6Dnt?a=/mnt/b", b"/mnt", b"/?a=/mnt/b", id="the query is not the path"),
+    pytest.param(b"/caf%C3%A9/x", "/café".encode(), b"/x", id="UTF-8 mount point"),
+    pytest.param(b"/caf%E9/x", "/café".encode(), b"/caf%E9/x", id="not its UTF-8"),
+    pytest.param(b"/a/b/c", b"/a/b", b"/c", id="two segments"),
+    pytest.param(b"/a/%62/c", b"/a/b", b"/c", id="two segments, escaped"),
+    pytest.param(b"/a%2Fb/c", b"/a/b", b"/a%2Fb/c", id="an encoded slash is no separator"),
+    pytest.param(b"/a", b"/a/b", b"/a", id="above the mount point"),
+    pytest.param(b"/mnt/a", b"/mnt/", b"/a", id="mount point with a trailing slash"),
+    pytest.param(b"/a", b"/", b"/a", id="mounted at the root: nothing to take off"),
+    pytest.param(b"/mnt*", b"/mnt", b"*", id="uvicorn: root glued to '*'"),
+    pytest.param(b"/mnthttp://h/x", b"/mnt", b"http://h/x", id="uvicorn: glued to absolute-form"),
+    pytest.param(b"/mnt%zz", b"/mnt", b"/mnt%zz", id="malformed escape: not below"),
+]
+
+
+@pytest.mark.parametrize(("raw", "mount", "relative"), UNMOUNT)
+def test_unmount(raw: bytes, mount: bytes, relative: bytes) -> None:
+    assert unmount(raw, mount) == relative
 
 
 def test_duplicate_prefixes_are_refused() -> None:

@@ -1,17 +1,26 @@
-"""urlguard behind real servers on loopback, spoken to with exact bytes on a raw socket.
+"""urlguard behind real servers on loopback, spoken to with exact bytes.
 
 HTTP clients normalise hostile targets away, so every request here is written
-byte for byte (example_apps/rawhttp.py). Each server runs once per module, as
-a subprocess serving a guarded app from tests/e2e_apps/ on 127.0.0.1; the
-app echoes what urlguard stored. Three kinds of answer are told apart:
+byte for byte: HTTP/1.1 on a raw socket (example_apps/rawhttp.py), HTTP/2 in
+cleartext with prior knowledge through ``h2`` with its header validation off
+(tests/rawh2.py), so that ``:path`` holds exactly the bytes given. Each server
+runs once per module, as a subprocess serving a guarded app from
+tests/e2e_apps/ on 127.0.0.1; the app echoes what urlguard stored. Three
+kinds of answer are told apart:
 
 - accepted: 200 from the app, with urlguard's decoded ``segments`` and
   ``query`` and the ``raw`` target urlguard read;
 - rejected: urlguard's 400 naming the rule, ``application/problem+json`` when
   the client accepts JSON (every request in the per-server table asks for it),
   never echoing the input;
-- refused: the server answered itself before any application ran (never
-  ``application/problem+json``), as LANDSCAPE.md measured.
+- refused: the server refused the request before any application ran: it
+  answered itself (never ``application/problem+json``), or, over HTTP/2,
+  reset the stream or closed the connection.
+
+Every server runs the same valid and hostile targets; where a server's
+answer differs from the common one (it refuses a byte itself, it hands over
+less than was sent), the difference is written down for that server. These
+tables are the measurements behind docs/servers.md.
 """
 
 from __future__ import annotations
@@ -20,14 +29,16 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
+import rawh2
 import rawhttp
 from urlguard import InvalidTarget, parse_target
 
@@ -36,15 +47,18 @@ pytestmark = pytest.mark.servers
 P = pytest.param
 TESTS = Path(__file__).resolve().parent
 MARK = b"ECHOME"  # in every hostile target: never in a rejection body
-JSON = (b"Accept", b"application/json")
-TEXT = (b"Accept", b"text/plain")
+JSON = (b"accept", b"application/json")
+TEXT = (b"accept", b"text/plain")
 PROBLEM = b"application/problem+json"
 PLAIN = b"text/plain; charset=utf-8"
+ROOT = "/my app"  # a mount point with a character that is percent-encoded on the wire
 
-# --- the servers --------------------------------------------------------------------------
+# --- the server processes ------------------------------------------------------------------
+
+Argv = Callable[[int], list[str]]
 
 
-def _uvicorn(http: str, *root: str) -> Callable[[int], list[str]]:
+def _uvicorn(http: str, *root: str) -> Argv:
     def argv(port: int) -> list[str]:
         return [
             sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port),
@@ -55,17 +69,35 @@ def _uvicorn(http: str, *root: str) -> Callable[[int], list[str]]:
     return argv
 
 
-def _hypercorn(app: str) -> Callable[[int], list[str]]:
+def _hypercorn(app: str, *root: str) -> Argv:
+    # hypercorn speaks HTTP/1.1 and, to a client that starts with the HTTP/2
+    # preface, h2c with prior knowledge, on the same port.
     def argv(port: int) -> list[str]:
         return [
             sys.executable, "-m", "hypercorn", "--bind", f"127.0.0.1:{port}",
-            "--graceful-timeout", "1", app,
+            "--graceful-timeout", "1", *root, app,
         ]  # fmt: skip
 
     return argv
 
 
-def _gunicorn(worker: str) -> Callable[[int], list[str]]:
+def _granian(interface: str, app: str, *options: str) -> Argv:
+    def argv(port: int) -> list[str]:
+        return [
+            sys.executable, "-m", "granian", "--interface", interface, "--host", "127.0.0.1",
+            "--port", str(port), "--workers", "1", "--runtime-threads", "1",
+            "--blocking-threads", "1", "--no-access-log", *options, app,
+        ]  # fmt: skip
+
+    return argv
+
+
+def _daphne(port: int) -> list[str]:
+    return [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+            "--access-log", os.devnull, "e2e_apps.guarded_asgi:app"]  # fmt: skip
+
+
+def _gunicorn(worker: str) -> Argv:
     def argv(port: int) -> list[str]:
         return [
             sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1",
@@ -75,23 +107,55 @@ def _gunicorn(worker: str) -> Callable[[int], list[str]]:
     return argv
 
 
-def _waitress(port: int) -> list[str]:
-    return [sys.executable, "-m", "waitress", "--listen", f"127.0.0.1:{port}",
-            "e2e_apps.guarded_wsgi:app"]  # fmt: skip
+def _waitress(*options: str) -> Argv:
+    def argv(port: int) -> list[str]:
+        return [sys.executable, "-m", "waitress", "--listen", f"127.0.0.1:{port}", *options,
+                "e2e_apps.guarded_wsgi:app"]  # fmt: skip
+
+    return argv
 
 
-def _serve(server: str) -> Callable[[int], list[str]]:
+def _serve(server: str) -> Argv:
     def argv(port: int) -> list[str]:
         return [sys.executable, "-m", "e2e_apps.serve", server, str(port)]
 
     return argv
 
 
+PROCESSES: dict[str, Argv] = {
+    "uvicorn-h11": _uvicorn("h11"),
+    "uvicorn-httptools": _uvicorn("httptools"),
+    "uvicorn-h11 --root-path /mnt": _uvicorn("h11", "--root-path", "/mnt"),
+    "uvicorn-httptools --root-path /mnt": _uvicorn("httptools", "--root-path", "/mnt"),
+    "hypercorn": _hypercorn("e2e_apps.guarded_asgi:app"),
+    "granian": _granian("asgi", "e2e_apps.guarded_asgi:app"),
+    "granian --http 2": _granian("asgi", "e2e_apps.guarded_asgi:app", "--http", "2"),
+    "daphne": _daphne,
+    "gunicorn-sync": _gunicorn("sync"),
+    "gunicorn-gthread": _gunicorn("gthread"),
+    "waitress": _waitress(),
+    "werkzeug": _serve("werkzeug"),
+    # mounted at ROOT
+    f"uvicorn-h11 --root-path '{ROOT}'": _uvicorn("h11", "--root-path", ROOT),
+    f"hypercorn --root-path '{ROOT}'": _hypercorn("e2e_apps.guarded_asgi:app", "--root-path", ROOT),
+    f"waitress --url-prefix '{ROOT}'": _waitress(f"--url-prefix={ROOT}"),
+    # no raw target
+    "wsgiref": _serve("wsgiref"),
+    "hypercorn (WSGI)": _hypercorn("e2e_apps.guarded_wsgi:app"),
+    "granian (WSGI)": _granian("wsgi", "e2e_apps.guarded_wsgi:app"),
+}
+
+
+# --- what a server does with a request -----------------------------------------------------
+
+
 @dataclass(frozen=True)
 class Refused:
-    """The server answered ``status`` itself; the application never ran."""
+    """The server refused the request itself; the application never ran. ``how``:
+    the status it answered, or (HTTP/2) ``"reset"`` the stream, or ``"dropped"``
+    the whole connection before any answer."""
 
-    status: int
+    how: int | Literal["reset", "dropped"]
 
 
 @dataclass(frozen=True)
@@ -114,19 +178,26 @@ class Accepted:
 
 
 Outcome = Refused | Rejected | Accepted
+WebSocket = Literal["denial", "close"]
 
 
 @dataclass(frozen=True)
 class Spec:
-    """A server as the tests start it, and what it does with the quirky targets."""
+    """A server as the tests speak to it: which process, over which protocol, and
+    what it does with the quirky targets (``quirks``: every one of them) and with
+    the common ones where it differs from the rest (``differs``, by test id)."""
 
-    argv: Callable[[int], list[str]]
+    process: str
     keeps_alive: bool
-    quirks: dict[str, Outcome] = field(default_factory=dict)
-    websocket: bool = False
+    quirks: dict[str, Outcome]
+    differs: dict[str, Outcome] = field(default_factory=dict)
+    #: How a refused websocket handshake is answered: urlguard's 400 through the
+    #: denial-response extension, or a close (the server then answers 403).
+    websocket: WebSocket | None = None
+    http2: bool = False
 
 
-# The targets on which servers differ (LANDSCAPE.md, re-measured here).
+# The targets on which servers differ (measured here).
 QUIRKS: dict[str, tuple[bytes, bytes]] = {
     "space": (b"GET", b"/" + MARK + b" x"),
     "tab": (b"GET", b"/" + MARK + b"\tx"),
@@ -145,11 +216,10 @@ QUIRKS: dict[str, tuple[bytes, bytes]] = {
     "GET *": (b"GET", b"*"),
 }
 
-# Every server tested here refuses these with 400 before any application runs.
-_REFUSED_BY_ALL = {"space": Refused(400)}
+_CONTROLS = ("tab", "nul", "ctrl-01", "del")
 # uvicorn, hypercorn and gunicorn refuse every raw control and non-ASCII byte.
-_STRICT_PARSER = {
-    name: Refused(400) for name in ("space", "tab", "nul", "ctrl-01", "del", "raw utf-8")
+_STRICT_PARSER: dict[str, Outcome] = {
+    name: Refused(400) for name in ("space", *_CONTROLS, "raw utf-8")
 }
 _ABSOLUTE_EXACT = Accepted(b"http://127.0.0.1/a/b?x=1", ("a", "b"), (("x", "1"),))
 _ORIGIN_DEFAULTS: dict[str, Outcome] = {
@@ -163,30 +233,43 @@ _ORIGIN_DEFAULTS: dict[str, Outcome] = {
     "leading //": Rejected("empty-segment"),
     "GET *": Rejected("bad-form"),
 }
-_H11 = {**_STRICT_PARSER, **_ORIGIN_DEFAULTS}
-_HTTPTOOLS = {
-    **_H11,
-    "no slash": Refused(400),
-    "CONNECT authority-form": Refused(400),
-    # httptools hands over only the path of an absolute-form target (any scheme)
-    # and drops '#...'.
+_H11: dict[str, Outcome] = {**_STRICT_PARSER, **_ORIGIN_DEFAULTS}
+# httptools and granian hand over only the path of an absolute-form target (any
+# scheme) and drop '#...'.
+_REDUCED: dict[str, Outcome] = {
     "fragment": Accepted(b"/a", ("a",)),
     "absolute-form": Accepted(b"/a/b?x=1", ("a", "b"), (("x", "1"),)),
     "absolute-form %zz": Rejected("malformed-escape", exact=False),
     "ftp absolute-form": Accepted(b"/" + MARK, (MARK.decode(),)),
 }
-_GUNICORN = {
+_HTTPTOOLS: dict[str, Outcome] = {
+    **_H11,
+    **_REDUCED,
+    "no slash": Refused(400),
+    "CONNECT authority-form": Refused(400),
+}
+_GUNICORN: dict[str, Outcome] = {
     **_H11,
     "no slash": Refused(400),
     "GET *": Refused(400),
     "9000-byte target": Refused(414),  # limit_request_line 4094
 }
+# granian answers its own empty 400 for a raw '<' or '>', a raw '`' in the
+# path and a raw '"' in the query (common ids).
+_GRANIAN_REFUSES = (
+    "raw quote and angle brackets",
+    "raw braces, pipe, caret, backtick",
+    "raw > in the path",
+    "raw backtick in the path",
+    "raw quote in the query",
+    "raw < in the query",
+)
 
 SERVERS: dict[str, Spec] = {
-    "uvicorn-h11": Spec(_uvicorn("h11"), True, _H11, websocket=True),
-    "uvicorn-httptools": Spec(_uvicorn("httptools"), True, _HTTPTOOLS, websocket=True),
+    "uvicorn-h11": Spec("uvicorn-h11", True, _H11, websocket="denial"),
+    "uvicorn-httptools": Spec("uvicorn-httptools", True, _HTTPTOOLS, websocket="denial"),
     "uvicorn-h11 --root-path /mnt": Spec(
-        _uvicorn("h11", "--root-path", "/mnt"),
+        "uvicorn-h11 --root-path /mnt",
         True,
         # uvicorn glues root_path to what was sent: a target without a leading
         # slash arrives as `/mnt` + target, the bytes other servers give for a
@@ -199,30 +282,99 @@ SERVERS: dict[str, Spec] = {
         },
     ),
     "uvicorn-httptools --root-path /mnt": Spec(
-        _uvicorn("httptools", "--root-path", "/mnt"), True, _HTTPTOOLS
+        "uvicorn-httptools --root-path /mnt", True, _HTTPTOOLS
     ),
-    "hypercorn": Spec(_hypercorn("e2e_apps.guarded_asgi:app"), True, _H11, websocket=True),
-    "gunicorn-sync": Spec(_gunicorn("sync"), False, _GUNICORN),
-    "gunicorn-gthread": Spec(_gunicorn("gthread"), True, _GUNICORN),
-    "waitress": Spec(
-        _waitress,
+    "hypercorn": Spec("hypercorn", True, _H11, websocket="denial"),
+    "hypercorn (h2c)": Spec(
+        "hypercorn",
         True,
         {
             **_ORIGIN_DEFAULTS,
-            **_REFUSED_BY_ALL,
-            "tab": Rejected("raw-char"),
-            "nul": Rejected("raw-char"),
-            "ctrl-01": Rejected("raw-char"),
+            # Raw space and controls in :path reach the application, but NUL
+            # and raw UTF-8 make hypercorn close the connection (0.18: an
+            # unhandled UnicodeDecodeError for the latter), as does CONNECT.
+            **{name: Rejected("raw-char") for name in ("space", "tab", "ctrl-01", "del")},
+            "nul": Refused("dropped"),
+            "raw utf-8": Refused("dropped"),
+            "CONNECT authority-form": Refused("dropped"),
+        },
+        http2=True,
+    ),
+    "granian": Spec(
+        "granian",
+        True,
+        {
+            **_REDUCED,
+            **{name: Refused(400) for name in ("space", *_CONTROLS)},
+            "raw utf-8": Rejected("raw-char"),
+            # granian hands over b"" for a target without a leading slash.
+            "no slash": Rejected("bad-form"),
+            "9000-byte target": Rejected("too-long"),
+            "CONNECT authority-form": Rejected("bad-form"),
+            "leading //": Rejected("empty-segment"),
+            "GET *": Rejected("bad-form"),
+        },
+        {
+            **{name: Refused(400) for name in _GRANIAN_REFUSES},
+            # granian drops '#...' from a handshake too.
+            "websocket fragment": Accepted(b"/ws/x", ("ws", "x")),
+        },
+        websocket="denial",
+    ),
+    # Over HTTP/2, granian resets the stream of a :path with raw controls, space
+    # or those characters, and of one that is not origin-form.
+    "granian (h2c)": Spec(
+        "granian --http 2",
+        True,
+        {
+            **{name: Refused("reset") for name in ("space", *_CONTROLS, "no slash")},
+            **{
+                name: Refused("reset")
+                for name in (
+                    "absolute-form",
+                    "absolute-form %zz",
+                    "ftp absolute-form",
+                    "CONNECT authority-form",
+                )
+            },
+            "raw utf-8": Rejected("raw-char"),
+            "9000-byte target": Rejected("too-long"),
+            "fragment": Accepted(b"/a", ("a",)),
+            "leading //": Rejected("empty-segment"),
+            "GET *": Rejected("bad-form"),
+        },
+        {name: Refused("reset") for name in _GRANIAN_REFUSES},
+        http2=True,
+    ),
+    "daphne": Spec(
+        "daphne",
+        True,
+        {
+            **_H11,
             "del": Rejected("raw-char"),
+        },
+        # daphne (autobahn) refuses a handshake for a target with '#' itself.
+        {"websocket fragment": Refused(400)},
+        websocket="close",
+    ),
+    "gunicorn-sync": Spec("gunicorn-sync", False, _GUNICORN),
+    "gunicorn-gthread": Spec("gunicorn-gthread", True, _GUNICORN),
+    "waitress": Spec(
+        "waitress",
+        True,
+        {
+            **_ORIGIN_DEFAULTS,
+            "space": Refused(400),
+            **{name: Rejected("raw-char") for name in _CONTROLS},
             "raw utf-8": Refused(400),
         },
     ),
     "werkzeug": Spec(
-        _serve("werkzeug"),
+        "werkzeug",
         False,  # the dev server closes every connection ("Connection: close")
         {
             **_ORIGIN_DEFAULTS,
-            **_REFUSED_BY_ALL,
+            "space": Refused(400),
             "tab": Refused(400),
             "nul": Rejected("raw-char"),
             "ctrl-01": Rejected("raw-char"),
@@ -236,16 +388,20 @@ SERVERS: dict[str, Spec] = {
 }
 
 # Servers that hand over no raw target: urlguard refuses with 501 by default.
-NO_RAW: dict[str, tuple[Callable[[int], list[str]], str]] = {
-    "wsgiref": (_serve("wsgiref"), "WSGIServer/0.2"),
-    "hypercorn (WSGI)": (_hypercorn("e2e_apps.guarded_wsgi:app"), "unknown"),
+# The value: what the log line names the server by (SERVER_SOFTWARE).
+NO_RAW: dict[str, str] = {
+    "wsgiref": "WSGIServer/0.2",
+    "hypercorn (WSGI)": "unknown",
+    "granian (WSGI)": "Granian",
 }
 
 GUARDED = list(SERVERS)
+HTTP1 = [name for name, spec in SERVERS.items() if not spec.http2]
 
 
 class Pool:
-    """Starts each server the first time a test asks for it; the module fixture stops all."""
+    """Starts each server process the first time a test asks for it; the module
+    fixture stops them all."""
 
     def __init__(self, stack: contextlib.ExitStack) -> None:
         self.stack = stack
@@ -253,20 +409,20 @@ class Pool:
         self.failed: dict[str, Exception] = {}
 
     def __call__(self, name: str) -> rawhttp.Server:
-        if name in self.failed:
-            raise RuntimeError(f"{name} failed to start earlier") from self.failed[name]
-        if name not in self.live:
-            argv = SERVERS[name].argv if name in SERVERS else NO_RAW[name][0]
+        process = SERVERS[name].process if name in SERVERS else name
+        if process in self.failed:
+            raise RuntimeError(f"{process} failed to start earlier") from self.failed[process]
+        if process not in self.live:
             port = rawhttp.free_port()
             try:
                 server = self.stack.enter_context(
-                    rawhttp.running(argv(port), port, cwd=TESTS, timeout=20.0)
+                    rawhttp.running(PROCESSES[process](port), port, cwd=TESTS, timeout=20.0)
                 )
             except Exception as exc:
-                self.failed[name] = exc
+                self.failed[process] = exc
                 raise
-            self.live[name] = server
-        return self.live[name]
+            self.live[process] = server
+        return self.live[process]
 
     def terminate_all(self) -> None:
         """SIGTERM every server at once, so that stopping them does not add up."""
@@ -283,6 +439,21 @@ def servers() -> Iterator[Pool]:
             yield pool
         finally:
             pool.terminate_all()
+
+
+def send(
+    servers: Pool,
+    name: str,
+    target: bytes,
+    *,
+    method: bytes = b"GET",
+    headers: Sequence[tuple[bytes, bytes]] = (),
+) -> rawhttp.Response:
+    """One request to server ``name``, on a new connection, in its protocol."""
+    port = servers(name).port
+    if name in SERVERS and SERVERS[name].http2:
+        return rawh2.request(port, target, method=method, headers=headers)
+    return rawhttp.request(port, target, method=method, headers=headers)
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -330,6 +501,48 @@ def assert_rejection(
         assert response.body.startswith(f"400 Bad Request: {rule}: ".encode())
 
 
+def assert_refused(response: rawhttp.Response, how: int | str) -> None:
+    """The server's own refusal: its status (never urlguard's problem+json), or
+    over HTTP/2 a reset stream or a closed connection."""
+    if how == "reset":
+        assert isinstance(response, rawh2.Response)
+        assert response.reset is not None, response
+    elif how == "dropped":
+        assert isinstance(response, rawh2.Response)
+        assert response.dropped, response
+    else:
+        assert response.status == how, (response.status, response.text[:300])
+        assert response.header(b"content-type") != PROBLEM  # not urlguard's answer
+
+
+def assert_outcome(
+    response: rawhttp.Response, target: bytes, expected: Outcome, *, as_json: bool
+) -> None:
+    match expected:
+        case Refused(how):
+            assert_refused(response, how)
+        case Rejected(rule, exact):
+            assert_rejection(response, target, rule, as_json=as_json, exact=exact)
+        case Accepted(raw, segments, query, status):
+            data = app_json(response, status)
+            assert data["raw"] == raw.decode("latin-1")  # byte-exact, mount point taken off
+            assert tuple(data["segments"]) == segments
+            assert tuple(map(tuple, data["query"])) == query
+
+
+def _every_server(cases: list[Any], common: Callable[..., Outcome]) -> list[Any]:
+    """Each of ``cases`` (pytest params: the target, then what ``common`` makes
+    the outcome of) for each server, with that server's outcome: the common
+    one, or the one it ``differs`` with for that case's id."""
+    params = []
+    for name, spec in SERVERS.items():
+        for case in cases:
+            assert isinstance(case.id, str)
+            expected = spec.differs.get(case.id) or common(*case.values)
+            params.append(P(name, case.values[0], expected, id=f"{name}-{case.id}"))
+    return params
+
+
 # --- accepted, the same on every server ----------------------------------------------------
 
 ACCEPTED = [
@@ -351,20 +564,12 @@ ACCEPTED = [
 ]
 
 
-@pytest.mark.parametrize("name", GUARDED)
-@pytest.mark.parametrize(("target", "segments", "query"), ACCEPTED)
-def test_accepted(
-    servers: Pool,
-    name: str,
-    target: bytes,
-    segments: tuple[str, ...],
-    query: tuple[tuple[str, str], ...],
-) -> None:
-    data = app_json(rawhttp.request(servers(name).port, target))
-    assert data["raw"] == target.decode("latin-1")  # byte-exact, mount point taken off
-    assert tuple(data["segments"]) == segments
-    assert tuple(map(tuple, data["query"])) == query
-    assert data["routed"] is True
+@pytest.mark.parametrize(("name", "target", "expected"), _every_server(ACCEPTED, Accepted))
+def test_accepted(servers: Pool, name: str, target: bytes, expected: Outcome) -> None:
+    response = send(servers, name, target, headers=[JSON])
+    assert_outcome(response, target, expected, as_json=True)
+    if isinstance(expected, Accepted):
+        assert response.json()["routed"] is True
 
 
 # --- rejected by urlguard, the same on every server ----------------------------------------
@@ -384,23 +589,38 @@ REJECTED = [
     P(b"/ECHOME/../etc", "dot-segment", id="raw dot-dot"),
     P(b"/ECHOME//x", "empty-segment", id="inner //"),
     P(b"/ECHOME%00", "forbidden-char", id="%00"),
+    P(b"/ECHOME%E2%80%AE", "forbidden-char", id="%E2%80%AE (right-to-left override)"),
     P(b"/ECHOME%252F", "double-encoding", id="%252F"),
     P(b"/ECHOME\\x", "raw-char", id="raw backslash"),
     P(b'/ECHOME"<>', "raw-char", id="raw quote and angle brackets"),
     P(b"/ECHOME{x}|^`", "raw-char", id="raw braces, pipe, caret, backtick"),
+    P(b'/ECHOME"x', "raw-char", id="raw quote in the path"),
+    P(b"/ECHOME>x", "raw-char", id="raw > in the path"),
+    P(b"/ECHOME`x", "raw-char", id="raw backtick in the path"),
+    P(b"/ECHOME{}|^x", "raw-char", id="raw braces, pipe, caret in the path"),
+    P(b'/x?ECHOME="', "raw-char", id="raw quote in the query"),
+    P(b"/x?ECHOME=<", "raw-char", id="raw < in the query"),
+    P(b"/x?ECHOME=`", "raw-char", id="raw backtick in the query"),
     P(b"/ECHOME" + b"/a" * 130, "too-many", id="130 segments"),
     P(b"/ECHOME?" + b"a&" * 1001, "too-many", id="1001 params"),
 ]
 
 
-@pytest.mark.parametrize("name", GUARDED)
 @pytest.mark.parametrize("accept", [P(JSON, id="json"), P(TEXT, id="text")])
-@pytest.mark.parametrize(("target", "rule"), REJECTED)
+@pytest.mark.parametrize(
+    ("name", "target", "expected"), _every_server(REJECTED, lambda target, rule: Rejected(rule))
+)
 def test_rejected(
-    servers: Pool, name: str, accept: tuple[bytes, bytes], target: bytes, rule: str
+    servers: Pool, name: str, target: bytes, expected: Outcome, accept: tuple[bytes, bytes]
 ) -> None:
-    response = rawhttp.request(servers(name).port, target, headers=[accept])
-    assert_rejection(response, target, rule, as_json=accept == JSON)
+    response = send(servers, name, target, headers=[accept])
+    assert_outcome(response, target, expected, as_json=accept == JSON)
+
+
+def test_differences_name_common_cases() -> None:
+    ids = {case.id for case in [*ACCEPTED, *REJECTED, *WEBSOCKET]}
+    for spec in SERVERS.values():
+        assert set(spec.differs) <= ids
 
 
 # --- where servers differ: refused, rejected or accepted -----------------------------------
@@ -411,19 +631,8 @@ QUIRK_CASES = [P(name, quirk, id=f"{name}-{quirk}") for name in GUARDED for quir
 @pytest.mark.parametrize(("name", "quirk"), QUIRK_CASES)
 def test_server_specific(servers: Pool, name: str, quirk: str) -> None:
     method, target = QUIRKS[quirk]
-    expected = SERVERS[name].quirks[quirk]
-    response = rawhttp.request(servers(name).port, target, method=method, headers=[JSON])
-    match expected:
-        case Refused(status):
-            assert response.status == status, (response.status, response.text[:300])
-            assert response.header(b"content-type") != PROBLEM  # not urlguard's answer
-        case Rejected(rule, exact):
-            assert_rejection(response, target, rule, as_json=True, exact=exact)
-        case Accepted(raw, segments, query, status):
-            data = app_json(response, status)
-            assert data["raw"] == raw.decode("latin-1")
-            assert tuple(data["segments"]) == segments
-            assert tuple(map(tuple, data["query"])) == query
+    response = send(servers, name, target, method=method, headers=[JSON])
+    assert_outcome(response, target, SERVERS[name].quirks[quirk], as_json=True)
 
 
 def test_every_server_has_every_quirk() -> None:
@@ -436,13 +645,61 @@ def test_every_server_has_every_quirk() -> None:
 
 @pytest.mark.parametrize("name", [*GUARDED, *NO_RAW])
 def test_options_star_passes_through(servers: Pool, name: str) -> None:
-    data = app_json(rawhttp.request(servers(name).port, b"*", method=b"OPTIONS"))
+    data = app_json(send(servers, name, b"*", method=b"OPTIONS"))
     assert data["segments"] is None  # reached the app, with no target stored
+
+
+# --- the mount point: root_path, SCRIPT_NAME ------------------------------------------------
+
+# The same Target for a request for the mount point itself and for it and its slash.
+ITSELF = Accepted(b"/", ("",))
+MOUNTED: dict[str, list[Any]] = {
+    # uvicorn glues root_path in front of what the client sent: what follows is
+    # the client's own path, below the mount point.
+    f"uvicorn-h11 --root-path '{ROOT}'": [
+        P(b"/x", Accepted(b"/x", ("x",)), id="below"),
+        P(b"/", ITSELF, id="the mount point and its slash"),
+        P(b"?q=1", Accepted(b"/?q=1", ("",), (("q", "1"),)), id="the mount point itself"),
+        P(b"/my%20app/x", Accepted(b"/my%20app/x", ("my app", "x")), id="the client's path"),
+        P(b"/x/%2E%2E", Rejected("dot-segment", exact=False), id="judged below"),
+    ],
+    # hypercorn, daphne, granian and waitress hand over the target as sent.
+    f"hypercorn --root-path '{ROOT}'": [
+        P(b"/my%20app/x", Accepted(b"/x", ("x",)), id="below, compared decoded"),
+        P(b"/%6Dy%20app/x?q=1", Accepted(b"/x?q=1", ("x",), (("q", "1"),)), id="escaped"),
+        P(b"/my%20app", ITSELF, id="the mount point itself"),
+        P(b"/my%20app/", ITSELF, id="the mount point and its slash"),
+        P(b"/my%20appx", Accepted(b"/my%20appx", ("my appx",)), id="not below"),
+        P(b"/other", Accepted(b"/other", ("other",)), id="elsewhere, judged whole"),
+        P(b"/my%20app/%2E%2E", Rejected("dot-segment", exact=False), id="judged below"),
+    ],
+    f"waitress --url-prefix '{ROOT}'": [
+        P(b"/my%20app/x", Accepted(b"/x", ("x",)), id="below, compared decoded"),
+        P(b"/my%20app", ITSELF, id="the mount point itself"),
+        P(b"/my%20app?q=1", Accepted(b"/?q=1", ("",), (("q", "1"),)), id="itself, a query"),
+        P(b"/my%20app/", ITSELF, id="the mount point and its slash"),
+        P(b"/my%20app/%2E%2E", Rejected("dot-segment", exact=False), id="judged below"),
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "target", "expected"),
+    [
+        P(name, *case.values, id=f"{name}: {case.id}")
+        for name, cases in MOUNTED.items()
+        for case in cases
+    ],
+)
+def test_mount_point(servers: Pool, name: str, target: bytes, expected: Outcome) -> None:
+    response = send(servers, name, target, headers=[JSON])
+    assert_outcome(response, target, expected, as_json=True)
 
 
 # --- keep-alive: a rejection, then a good request on the same connection ------------------
 
 SMUGGLED = b"GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+KINDS = ["GET", "HEAD", "POST with a request as its body"]
 
 
 def _first(kind: str, port: int) -> bytes:
@@ -455,21 +712,38 @@ def _first(kind: str, port: int) -> bytes:
     return rawhttp.build_request(port, b"/ECHOME%zz", method=kind.encode(), close=False)
 
 
-@pytest.mark.parametrize("name", GUARDED)
-@pytest.mark.parametrize("kind", ["GET", "HEAD", "POST with a request as its body"])
-def test_keep_alive_rejection_then_good_request(servers: Pool, name: str, kind: str) -> None:
+def _conversation(servers: Pool, name: str, kind: str) -> list[rawhttp.Response]:
     port = servers(name).port
+    if SERVERS[name].http2:
+        # Streams one after another on one connection; no body can smuggle anything.
+        streams = [(kind.encode(), b"/ECHOME%zz", ())]
+        streams += [(b"GET", target, ()) for target in (b"/ok?n=1", b"/ECHOME/../x", b"/ok?n=2")]
+        return list(rawh2.converse(port, streams))
     messages = [
         _first(kind, port),
         rawhttp.build_request(port, b"/ok?n=1", close=False),
         rawhttp.build_request(port, b"/ECHOME/../x", close=False),
         rawhttp.build_request(port, b"/ok?n=2"),
     ]
-    bad, good, bad2, good2 = rawhttp.converse(port, messages)
+    return rawhttp.converse(port, messages)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        P(name, kind, id=f"{name}-{kind}")
+        for name, spec in SERVERS.items()
+        for kind in KINDS
+        if not (spec.http2 and kind.startswith("POST"))
+    ],
+)
+def test_keep_alive_rejection_then_good_request(servers: Pool, name: str, kind: str) -> None:
+    bad, good, bad2, good2 = _conversation(servers, name, kind)
     assert bad.status == 400
     assert MARK not in bad.body
     if kind == "HEAD":
         assert bad.header(b"content-length") not in (None, b"0")
+        assert bad.body == b""
     else:
         assert_rejection(bad, b"/ECHOME%zz", "malformed-escape", as_json=False)
     if SERVERS[name].keeps_alive:
@@ -483,7 +757,7 @@ def test_keep_alive_rejection_then_good_request(servers: Pool, name: str, kind: 
         assert [good.closed, bad2.closed, good2.closed] == [True, True, True]
 
 
-# --- websocket handshakes (uvicorn and hypercorn offer the denial-response extension) -----
+# --- websocket handshakes -----------------------------------------------------------------
 
 UPGRADE = [
     (b"Upgrade", b"websocket"),
@@ -492,35 +766,82 @@ UPGRADE = [
     (b"Sec-WebSocket-Version", b"13"),
 ]
 WS_SERVERS = [name for name, spec in SERVERS.items() if spec.websocket]
+WEBSOCKET = [
+    P(b"/ws/ECHOME%zz", Rejected("malformed-escape"), id="websocket %zz"),
+    P(b"/ws/ECHOME%2Fx", Rejected("encoded-slash"), id="websocket %2F"),
+    P(b"/ws/x?ECHOME=%C4", Rejected("invalid-utf8"), id="websocket bad utf-8 in query"),
+    P(b"/ws/ECHOME/%2E%2E", Rejected("dot-segment"), id="websocket dot-dot"),
+    # uvicorn with httptools drops '#...' from HTTP requests, not from handshakes.
+    P(b"/ws/x#ECHOME", Rejected("fragment"), id="websocket fragment"),
+    P(
+        b"/ws/caf%C3%A9?q=1",
+        Accepted(b"/ws/caf%C3%A9?q=1", ("ws", "café"), (("q", "1"),)),
+        id="websocket accepted",
+    ),
+]
 
 
-@pytest.mark.parametrize("name", WS_SERVERS)
-@pytest.mark.parametrize(
-    ("target", "rule"),
-    [
-        P(b"/ws/ECHOME%zz", "malformed-escape", id="%zz"),
-        P(b"/ws/ECHOME%2Fx", "encoded-slash", id="%2F"),
-        P(b"/ws/x?ECHOME=%C4", "invalid-utf8", id="bad utf-8 in query"),
-        P(b"/ws/ECHOME/%2E%2E", "dot-segment", id="dot-dot"),
-        # uvicorn with httptools drops '#...' from HTTP requests, not from handshakes.
-        P(b"/ws/x#ECHOME", "fragment", id="fragment"),
-    ],
-)
-def test_websocket_handshake_rejected(servers: Pool, name: str, target: bytes, rule: str) -> None:
-    port = servers(name).port
+def handshake(port: int, target: bytes) -> tuple[rawhttp.Response, dict[str, Any] | None]:
+    """A websocket handshake for ``target``; after a 101, the first message the
+    app sends (its JSON echo), read from the first frame (RFC 6455 §5.2)."""
     data = rawhttp.build_request(port, target, headers=[*UPGRADE, TEXT], close=False)
-    response = rawhttp.exchange(port, data)
-    assert response.status != 101
-    assert_rejection(response, target, rule, as_json=False)
+    with socket.create_connection(("127.0.0.1", port), timeout=5.0) as sock:
+        sock.sendall(data)
+        buffer = b""
+
+        def need(size: int) -> None:
+            nonlocal buffer
+            while len(buffer) < size:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    raise ValueError(f"closed after {len(buffer)} bytes: {buffer[:200]!r}")
+                buffer += chunk
+
+        while b"\r\n\r\n" not in buffer:
+            need(len(buffer) + 1)
+        head, _, buffer = buffer.partition(b"\r\n\r\n")
+        status_line, *lines = head.split(b"\r\n")
+        headers = tuple((k.strip(), v.strip()) for k, _, v in (x.partition(b":") for x in lines))
+        status = int(status_line.split(b" ", 2)[1])
+        length = next((int(v) for k, v in headers if k.lower() == b"content-length"), 0)
+        if status != 101:
+            need(length)
+            return rawhttp.Response(status, headers=headers, body=buffer[:length]), None
+        need(2)
+        size, start = buffer[1] & 0x7F, 2  # a server's frames are not masked
+        if size == 126:
+            need(4)
+            size, start = int.from_bytes(buffer[2:4], "big"), 4
+        need(start + size)
+        assert buffer[0] == 0x81  # FIN, text
+        return rawhttp.Response(status, headers=headers), json.loads(buffer[start : start + size])
 
 
-@pytest.mark.parametrize("name", WS_SERVERS)
-def test_websocket_handshake_accepted(servers: Pool, name: str) -> None:
-    port = servers(name).port
-    data = rawhttp.build_request(port, b"/ws/caf%C3%A9?q=1", headers=UPGRADE, close=False)
-    response = rawhttp.exchange(port, data)
-    assert response.status == 101
-    assert (response.header(b"upgrade") or b"").lower() == b"websocket"
+@pytest.mark.parametrize(
+    ("name", "target", "expected"),
+    [
+        P(name, case.values[0], SERVERS[name].differs.get(str(case.id), case.values[1]),
+          id=f"{name}-{case.id}")
+        for name in WS_SERVERS
+        for case in WEBSOCKET
+    ],
+)  # fmt: skip
+def test_websocket_handshake(servers: Pool, name: str, target: bytes, expected: Outcome) -> None:
+    server = servers(name)
+    response, echo = handshake(server.port, target)
+    match expected:
+        case Accepted(raw, segments, query):
+            assert response.status == 101
+            assert echo is not None
+            assert (echo["raw"], tuple(echo["segments"])) == (raw.decode("latin-1"), segments)
+            assert tuple(map(tuple, echo["query"])) == query
+        case Rejected(rule) if SERVERS[name].websocket == "close":
+            # Closed before accept (1008): the server answers the handshake with 403.
+            assert response.status == 403
+            assert MARK not in response.body
+            assert f"rule={rule} " in server.output()
+        case _:
+            assert_outcome(response, target, expected, as_json=False)
 
 
 # --- hostile bytes reach the log escaped, on the servers that let them through ------------
@@ -532,16 +853,24 @@ def test_websocket_handshake_accepted(servers: Pool, name: str) -> None:
         P("waitress", b"/ECHOME\x01\x7f\x00\tx", "/ECHOME\\x01\\x7f\\x00\\x09x", id="waitress"),
         P("werkzeug", b"/ECHOME\x01\x7f\x00x", "/ECHOME\\x01\\x7f\\x00x", id="werkzeug-ctrl"),
         P("werkzeug", b"/ECHOME\xc3\xa9\x1b[2J", "/ECHOME\\xc3\\xa9\\x1b[2J", id="werkzeug-utf8"),
+        P(
+            "granian",
+            b"/ECHOME\xe2\x80\xae\xc2\x85",
+            "/ECHOME\\xe2\\x80\\xae\\xc2\\x85",
+            id="granian",
+        ),
+        P("hypercorn (h2c)", b"/ECHOME \x01\x7f\tx", "/ECHOME\\x20\\x01\\x7f\\x09x", id="h2c"),
     ],
 )
 def test_log_line_escapes_raw_bytes(servers: Pool, name: str, target: bytes, logged: str) -> None:
-    server = servers(name)
-    response = rawhttp.request(server.port, target)
+    response = send(servers, name, target, headers=[TEXT])
     assert_rejection(response, target, "raw-char", as_json=False)
-    lines = [line for line in server.output().splitlines() if f"target={logged}" in line]
-    assert len(lines) == 1, server.output()[-2000:]
+    output = servers(name).output()
+    lines = [line for line in output.splitlines() if f"target={logged}" in line]
+    assert len(lines) == 1, output[-2000:]
     (line,) = lines
-    assert "rule=raw-char component=path index=0" in line
+    assert "rejected request target: rule=raw-char component=path index=0" in line
+    assert "urlguard: rejected" not in line
     assert line.endswith(f"target={logged}")
     assert all(0x20 <= ord(c) < 0x7F for c in line)
 
@@ -576,20 +905,21 @@ def test_no_raw_target_refused_with_501(
     else:
         assert response.header(b"content-type") == PLAIN
         assert response.body.startswith(b"501 Not Implemented: ")
-    software = NO_RAW[name][1]
-    assert f"the server ({software}) provides no raw request target" in server.output()
+    assert f"the server ({NO_RAW[name]}) provides no raw request target" in server.output()
 
 
 # Hostile bytes sent to the servers without a raw target (measured): some the
-# server refuses itself with its own 400 (LANDSCAPE.md, "What the servers
-# already reject"); whatever reaches urlguard gets its 501, never a crash.
+# server refuses itself with its own 400; whatever reaches urlguard gets its
+# 501, never a crash.
 NO_RAW_HOSTILE = [
-    # id, target, then the status from wsgiref and from hypercorn (WSGI)
-    ("raw 0x01", b"/a\x01b", 501, 400),  # hypercorn refuses control bytes
-    ("raw UTF-8", b"/caf\xc3\xa9", 501, 400),  # so does it raw UTF-8
-    ("raw space", b"/a b", 400, 400),  # every server refuses a space
-    ("9000 bytes", b"/" + b"a" * 9000, 501, 501),  # only gunicorn limits the length
-    ("escaped invalid UTF-8", b"/%ff%fe", 501, 501),
+    # id, target, then the status from wsgiref, hypercorn (WSGI) and granian (WSGI)
+    ("raw 0x01", b"/a\x01b", 501, 400, 400),  # hypercorn and granian refuse control bytes
+    ("raw NUL", b"/a\x00b", 501, 400, 400),
+    ("raw DEL", b"/a\x7fb", 501, 400, 400),
+    ("raw UTF-8", b"/caf\xc3\xa9", 501, 400, 501),  # hypercorn refuses raw UTF-8
+    ("raw space", b"/a b", 400, 400, 400),  # every server refuses a space
+    ("9000 bytes", b"/" + b"a" * 9000, 501, 501, 501),  # only gunicorn limits the length
+    ("escaped invalid UTF-8", b"/%ff%fe", 501, 501, 501),
 ]
 
 

@@ -1,6 +1,7 @@
 """urlguard.wsgi.StrictURLMiddleware at the protocol boundary: hand-built environs
-shaped like each server's (LANDSCAPE.md), truth tables of what passes and what
-is rejected, and every option. Real servers are tested elsewhere."""
+shaped like each server's (as measured, see docs/servers.md), truth tables of
+what passes and what is rejected, and every option. The decision behind it is
+tested on its own in test_guard.py, real servers in test_servers.py."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from urlguard.wsgi import StrictURLMiddleware
 P = pytest.param
 MARK = b"ECHOME"  # put in hostile targets: never in a response body
 
-# --- server shapes (LANDSCAPE.md) ------------------------------------------------------------
+# --- server shapes (docs/servers.md) --------------------------------------------------------
 
 WITH_RAW = ("gunicorn", "waitress", "werkzeug")
 WITHOUT_RAW = ("wsgiref", "granian", "hypercorn")
@@ -296,9 +297,16 @@ def test_server_keys_are_never_rewritten() -> None:
 SCRIPT_CASES = [
     P("gunicorn", "/app", b"/app/echo/a?x", b"/echo/a?x", ("echo", "a"), id="mount stripped"),
     P("waitress", "/app", b"/app/", b"/", ("",), id="mount root"),
-    P("gunicorn", "/app", b"/app", b"/app", ("app",), id="the mount itself is kept"),
-    P("gunicorn", "/app", b"/%61pp/x", b"/%61pp/x", ("app", "x"), id="encoded mount kept"),
+    P("gunicorn", "/app", b"/app", b"/", ("",), id="the mount itself is / below it"),
+    P("gunicorn", "/app", b"/app?q=1", b"/?q=1", ("",), id="the mount itself, a query"),
+    P("gunicorn", "/app", b"/%61pp/x", b"/x", ("x",), id="an escaped mount"),
     P("gunicorn", "/app", b"/apple/x", b"/apple/x", ("apple", "x"), id="ends at a slash"),
+    P("gunicorn", "/my app", b"/my%20app/x", b"/x", ("x",), id="compared decoded"),
+    # PEP 3333: SCRIPT_NAME holds the decoded bytes as latin-1 characters.
+    P("waitress", "/caf\xc3\xa9", b"/caf%C3%A9/x?q", b"/x?q", ("x",), id="a non-ASCII mount"),
+    P("werkzeug", "/caf\xc3\xa9", b"/caf\xc3\xa9/x", b"/x", ("x",), id="werkzeug, raw UTF-8"),
+    P("gunicorn", "/a/b", b"/a/b", b"/", ("",), id="a mount of two segments"),
+    P("gunicorn", "/app", b"/other", b"/other", ("other",), id="not below: judged whole"),
 ]
 
 
@@ -310,6 +318,17 @@ def test_script_name(
     assert call(app, server_environ(server, wire, script_name=script))[0] == 200
     target = inner.environs[0]["urlguard.target"]
     assert (target.raw, target.segments) == (raw, segments)
+
+
+@pytest.mark.parametrize("server", WITH_RAW)
+@pytest.mark.parametrize("query", [P(b"", id="no query"), P(b"?q=1", id="a query")])
+def test_mount_point_itself_is_its_slash(server: str, query: bytes) -> None:
+    app, inner = guarded()
+    for wire in (b"/app", b"/app/"):
+        assert call(app, server_environ(server, wire + query, script_name="/app"))[0] == 200
+    bare, slash = (environ["urlguard.target"] for environ in inner.environs)
+    assert bare == slash
+    assert (bare.raw, bare.segments, bare.query) == (slash.raw, ("",), slash.query)
 
 
 # --- no raw target: wsgiref, granian and hypercorn in WSGI mode -------------------------------
@@ -613,7 +632,7 @@ ROUTED = [
     P("", b"/%61pi/caf%C3%A9", "forbidden-char", id="no escape from a strict route"),
     P("", b"/apix/caf%C3%A9", ("apix", "café"), id="prefix ends at a segment"),
     P("/mnt", b"/mnt/files/a%2Fb", ("files", "a/b"), id="relative to SCRIPT_NAME"),
-    P("/mnt", b"/%6Dnt/files/a%2Fb", ("mnt", "files", "a/b"), id="encoded mount, same route"),
+    P("/mnt", b"/%6Dnt/files/a%2Fb", ("files", "a/b"), id="encoded mount, taken off too"),
 ]
 
 
@@ -715,7 +734,7 @@ def test_log_line_fields(caplog: pytest.LogCaptureFixture) -> None:
         call(app, server_environ("gunicorn", b"/a?x=1&y=%FF"))
     (record,) = caplog.records
     assert record.getMessage() == (
-        "urlguard: rejected request target: rule=invalid-utf8 component=query index=1 "
+        "rejected request target: rule=invalid-utf8 component=query index=1 "
         "offset=9 client=127.0.0.1:51000 method=GET target=/a?x=1&y=%FF"
     )
 

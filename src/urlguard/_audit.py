@@ -32,7 +32,7 @@ import re
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, Final, Literal, Protocol
 
 from ._errors import RULES, InvalidTarget
@@ -60,6 +60,8 @@ CHUNK: Final = 1 << 20
 MAX_LINE: Final = 1 << 20
 #: Lines looked at to tell a log from a list of targets (``--format auto``).
 SAMPLE: Final = 16
+#: Bytes of an unparseable line kept as its example.
+LINE_EXAMPLE: Final = 200
 
 # --- Log line formats -------------------------------------------------------
 #
@@ -75,14 +77,22 @@ SAMPLE: Final = 16
 # and each match runs to the end of its line so the search resumes at the next.
 _QUOTED: Final = rb'"([^"\\\n]*(?:\\.[^"\\\n]*)*)"'
 _ANY_QUOTED: Final = rb'"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
-_COMMON_PREFIX: Final = rb"^[^\"\[\n]*\[[^\]\n]*\] " + _QUOTED + rb" [0-9]{3} (?:[0-9]+|-)"
+_START: Final = rb"^[^\"\[\n]*\[[^\]\n]*\] "
+_COMMON_PREFIX: Final = _START + _QUOTED + rb" [0-9]{3} (?:[0-9]+|-)"
 # The combined format adds "%{Referer}i" "%{User-agent}i"; many setups append
 # more fields after those, so anything may follow a space.
 _LINE_END: Final = rb"(?: [^\n]*|\r?)$"
+_COMBINED_END: Final = b" " + _ANY_QUOTED + b" " + _ANY_QUOTED + _LINE_END
 _COMMON: Final = re.compile(_COMMON_PREFIX + _LINE_END, re.MULTILINE)
-_COMBINED: Final = re.compile(
-    _COMMON_PREFIX + b" " + _ANY_QUOTED + b" " + _ANY_QUOTED + _LINE_END, re.MULTILINE
-)
+_COMBINED: Final = re.compile(_COMMON_PREFIX + _COMBINED_END, re.MULTILINE)
+# The same lines with the status (%>s) captured too, for --suggest: the same
+# lines match, so counts do not depend on which pair is used. One group, the
+# request field, '" ' and the status: findall then gives bytes, where two
+# groups would give a tuple per line for the garbage collector to track.
+_STATUS_PREFIX: Final = _START + rb'"((?:[^"\\\n]*(?:\\.[^"\\\n]*)*)" [0-9]{3}) (?:[0-9]+|-)'
+_STATUS_SUFFIX: Final = len(b'" 200')
+_COMMON_STATUS: Final = re.compile(_STATUS_PREFIX + _LINE_END, re.MULTILINE)
+_COMBINED_STATUS: Final = re.compile(_STATUS_PREFIX + _COMBINED_END, re.MULTILINE)
 
 # RFC 9112 §3: request-line = method SP request-target SP HTTP-version, with
 # method = token (RFC 9110 §5.6.2) and HTTP-version = "HTTP/" DIGIT "." DIGIT
@@ -170,7 +180,8 @@ class Report:
     """Totals of an audit. ``lines == parsed + unparseable``; ``rejected``
     counts parsed lines whose target would be rejected, ``rules`` splits it
     per rule code, ``examples`` holds up to three distinct escaped targets
-    per rule."""
+    per rule, ``unparseable_examples`` up to three escaped lines (or request
+    fields) that did not parse."""
 
     lines: int
     parsed: int
@@ -178,13 +189,14 @@ class Report:
     rejected: int
     rules: dict[str, int]
     examples: dict[str, list[str]]
+    unparseable_examples: list[str] = dataclasses.field(default_factory=list)
 
     def share(self, rule: str) -> float:
         """The fraction of parsed lines rejected under ``rule``."""
         return self.rules.get(rule, 0) / self.parsed if self.parsed else 0.0
 
     def as_json(self) -> dict[str, object]:
-        """The ``audit --json`` object (DESIGN.md §5: at least ``lines``,
+        """The ``audit --json`` object (pinned: at least ``lines``,
         ``rejected`` and ``rules``)."""
         return {
             "lines": self.lines,
@@ -194,6 +206,7 @@ class Report:
             "rules": dict(self.rules),
             "share": {rule: round(self.share(rule), 6) for rule in self.rules},
             "examples": {rule: list(found) for rule, found in self.examples.items()},
+            "unparseable_examples": list(self.unparseable_examples),
         }
 
 
@@ -208,6 +221,19 @@ class Progress(Protocol):
 ProgressFactory = Callable[[str, int | None], Progress]
 
 
+class Observer(Protocol):
+    """How ``audit --suggest`` learns what the site answered: the statuses
+    of all requests with a target, a chunk at a time, and each distinct
+    (rejected target, status) of a chunk with its count and the error the
+    policy raised. ``status`` is ``None`` for a list of targets."""
+
+    def count_statuses(self, counts: Mapping[int | None, int]) -> object: ...
+
+    def observe(
+        self, target: bytes, status: int | None, count: int, error: InvalidTarget
+    ) -> object: ...
+
+
 # --- The auditor ------------------------------------------------------------
 
 
@@ -217,11 +243,20 @@ class Auditor:
     chooses them (a :class:`RouteTable`). Feed it files (:meth:`feed_file`)
     or lines (:meth:`feed_lines`); read the totals with :meth:`report`."""
 
-    def __init__(self, policy: Policy | RouteTable, fmt: Format = "auto") -> None:
+    def __init__(
+        self,
+        policy: Policy | RouteTable,
+        fmt: Format = "auto",
+        observer: Observer | None = None,
+    ) -> None:
         if fmt not in FORMATS:
             raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
         self._routes = policy if isinstance(policy, RouteTable) else RouteTable(policy, [])
         self._format: Format = fmt
+        self._observer = observer
+        # With an observer: the error of each rejected target, for it.
+        self._errors: dict[bytes, InvalidTarget] = {}
+        self._unparseable_examples: list[str] = []
         # One tally for every verdict: OK, UNPARSEABLE and each rule code.
         self._tally: dict[str, int] = dict.fromkeys((OK, UNPARSEABLE, *RULES), 0)
         # Verdicts per request field (logs) and per line (lists of targets):
@@ -267,6 +302,7 @@ class Auditor:
             rejected=sum(rules.values()),
             rules=rules,
             examples={rule: list(self._examples[rule]) for rule in rules},
+            unparseable_examples=list(self._unparseable_examples),
         )
 
     # -- reading ---------------------------------------------------------------
@@ -294,6 +330,8 @@ class Auditor:
             self._scan(body, fmt)
         # Overlong lines were dropped while reading: each is one unparseable line.
         self._tally[UNPARSEABLE] += source.overlong
+        if source.overlong:
+            self._unparseable(f"(a line longer than {MAX_LINE:,} bytes, skipped)")
         if fmt in ("common", "combined") and text_seen and self._matched == matched_before:
             raise AuditError(
                 f"{shown}: no line is in the {fmt} log format "
@@ -318,13 +356,35 @@ class Auditor:
         if fmt == "targets":
             lines = body.split(b"\n")
             lines.pop()  # after the last line break
-            self._count(Counter(lines), self._target_cache, self._judge_line)
+            counts = Counter(lines)
+            self._count(counts, self._target_cache, self._judge_line)
+            if b"" in counts:
+                self._unparseable("(an empty line)")
+            if self._observer is not None:
+                self._observe_lines(counts, self._observer)
+            return
+        if self._observer is not None:
+            pattern = _COMBINED_STATUS if fmt == "combined" else _COMMON_STATUS
+            found: list[bytes] = pattern.findall(body)
+            self._note_unparseable(body, len(found), pattern)
+            self._count_observed(found, self._observer)
             return
         pattern = _COMBINED if fmt == "combined" else _COMMON
         fields: list[bytes] = pattern.findall(body)
-        self._matched += len(fields)
-        self._tally[UNPARSEABLE] += body.count(b"\n") - len(fields)
+        self._note_unparseable(body, len(fields), pattern)
         self._count(Counter(fields), self._log_cache, self._judge_request)
+
+    def _note_unparseable(self, body: bytes, matched: int, pattern: re.Pattern[bytes]) -> None:
+        self._matched += matched
+        missed = body.count(b"\n") - matched
+        self._tally[UNPARSEABLE] += missed
+        if missed and len(self._unparseable_examples) < EXAMPLES:
+            # Rare, and done only until the examples are found: one match per line.
+            for line in body.split(b"\n")[:-1]:
+                if pattern.match(line) is None:
+                    self._unparseable(display(line, LINE_EXAMPLE) if line else "(an empty line)")
+                    if len(self._unparseable_examples) >= EXAMPLES:
+                        break
 
     def _count(
         self, counts: Counter[bytes], cache: dict[bytes, str], judge: Callable[[bytes], str]
@@ -337,14 +397,70 @@ class Auditor:
                 verdict = judge(key)
             tally[verdict] += count
 
+    def _count_observed(self, found: list[bytes], observer: Observer) -> None:
+        """:meth:`_count` for ``--suggest``: each distinct request field and
+        status (``field" NNN``) is counted, and told to the observer with its
+        target when rejected."""
+        statuses: Counter[bytes] = Counter()
+        tally = self._tally
+        cached = self._log_cache.get
+        observe = observer.observe
+        end = -_STATUS_SUFFIX
+        for key, count in Counter(found).items():
+            field = key[:end]
+            verdict = cached(field)
+            if verdict is None:
+                verdict = self._judge_request(field)
+            tally[verdict] += count
+            if verdict == UNPARSEABLE:
+                continue  # a request without a target
+            status = key[-3:]
+            statuses[status] += count
+            if verdict != OK:
+                target = _target_of(field)  # found again: rejections are rare
+                if target is not None:
+                    observe(target, int(status), count, self._error_of(target))
+        observer.count_statuses({int(status): n for status, n in statuses.items()})
+
+    def _observe_lines(self, counts: Counter[bytes], observer: Observer) -> None:
+        cached = self._target_cache.get
+        targets = 0
+        for line, count in counts.items():
+            verdict = cached(line) or self._judge_line(line)
+            if verdict == UNPARSEABLE:
+                continue
+            targets += count
+            if verdict != OK:
+                target = line.removesuffix(b"\r")
+                observer.observe(target, None, count, self._error_of(target))
+        observer.count_statuses({None: targets})
+
+    def _error_of(self, target: bytes) -> InvalidTarget:
+        """The error of a target judged rejected (judged again if forgotten)."""
+        error = self._errors.get(target)
+        if error is None:
+            try:
+                parse_target(target, self._routes.select(target))
+            except InvalidTarget as raised:
+                error = raised.with_traceback(None)
+            else:  # never: the verdict was a rule
+                raise AssertionError("a rejected target passed when judged again")
+        return error
+
+    def _unparseable(self, shown: str) -> None:
+        found = self._unparseable_examples
+        if len(found) < EXAMPLES and shown not in found:
+            found.append(shown)
+
     # -- verdicts (once per distinct field) ------------------------------------
 
     def _judge_request(self, field: bytes) -> str:
         request = _REQUEST_LINE.fullmatch(unescape_log(field))
         if request is None:
             verdict = UNPARSEABLE
+            self._unparseable(display(field, LINE_EXAMPLE))
         elif is_server_wide_options(request[1], request[2]):
-            verdict = OK  # the adapters pass it through (DESIGN.md §2, bad-form)
+            verdict = OK  # the adapters pass it through (see bad-form)
         else:
             verdict = self._judge_target(request[2])
         _remember(self._log_cache, field, verdict)
@@ -361,6 +477,11 @@ class Auditor:
             parse_target(target, self._routes.select(target))
         except InvalidTarget as error:
             rule: str = error.rule
+            if self._observer is not None:
+                if len(self._errors) >= CACHE_SIZE:
+                    self._errors.clear()
+                # Kept without its traceback, which would keep the parser's frames.
+                self._errors[target] = error.with_traceback(None)
             found = self._examples.setdefault(rule, [])
             if len(found) < EXAMPLES:
                 shown = display(target)
@@ -368,6 +489,12 @@ class Auditor:
                     found.append(shown)
             return rule
         return OK
+
+
+def _target_of(field: bytes) -> bytes | None:
+    """The target of a logged request field (``None`` if it has none)."""
+    request = _REQUEST_LINE.fullmatch(unescape_log(field))
+    return None if request is None else request[2]
 
 
 def _remember(cache: dict[bytes, str], key: bytes, verdict: str) -> None:

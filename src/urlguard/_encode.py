@@ -3,7 +3,7 @@ cleaning and pretty printing.
 
 Security model. A URL is built by encoding each decoded piece on its own and
 only then joining the pieces with delimiters, the order "How do you escape a
-complete URI?" (Matt Giuca, 2012) calls the only correct one: once joined,
+complete URI?" (2012) calls the only correct one: once joined,
 nobody can tell a delimiter from data. Each encoder therefore always
 escapes the characters that are delimiters in its component ('/' in a path
 segment; '&', '+', '#' and, in a name, '=' in the query), so the receiver
@@ -381,7 +381,7 @@ def clean_uri(uri: str) -> str:
     """Make a URI typed by a person valid, changing nothing that has a meaning.
 
     "URI cleaning" for RFC 3986, as "How do you escape a complete URI?"
-    (Matt Giuca, 2012) defines it: escapes (as UTF-8, upper-case hex) exactly
+    (2012) defines it: escapes (as UTF-8, upper-case hex) exactly
     space, controls, ``" < > \\ ^ ` { | }`` and non-ASCII characters; never a
     reserved character and never a valid ``%XX``; a ``%`` not followed by two
     hex digits becomes ``%25`` (the article's "advanced" cleaning).

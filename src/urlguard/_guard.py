@@ -1,54 +1,63 @@
-"""What the ASGI and WSGI middlewares share, decided once in ``__init__``.
+"""The decision for one request, sans-IO: what both middlewares share.
 
-The adapters (``urlguard.asgi``, ``urlguard.wsgi``) only find the raw target
-bytes, call :func:`urlguard.parse_target`, and store or reject. Everything
-else they have in common lives here, so both behave alike to the byte:
+An adapter (``urlguard.asgi``, ``urlguard.wsgi``) reads the raw target, the
+query and the mount point from its carrier (the ASGI scope, the WSGI environ)
+and asks :meth:`Guard.decide`, which answers one of:
 
-- the options, checked at construction (``TypeError``/``ValueError`` naming
-  the keyword), and the per-route policies sorted once, longest prefix first;
-- route selection by path prefix (:meth:`Guard.select`);
-- the rejection body: RFC 9457 ``application/problem+json`` when the client
-  asks for JSON, ``text/plain`` otherwise, built from the rule code and the
-  input-free message of :class:`~urlguard.InvalidTarget`, never from the input;
-- the log line, with every byte outside 0x21-0x7E backslash-escaped and its
-  length bounded, so no CR, LF or control byte ever reaches a log;
-- the counters and the ``on_violation`` callback.
+- a :class:`~urlguard.Target`: store it at ``"urlguard.target"`` and call the
+  application;
+- ``None``: call the application as it is (``OPTIONS *``, report-only mode;
+  a violation is then at ``"urlguard.violation"``);
+- an :class:`Answer`: send this status, these headers and this body;
+- the application ``on_reject`` returned: run it instead.
 
-Nothing here sees a socket, a scope's ``send`` or a ``start_response``.
+Everything else happens here, once for both: the options, checked at
+construction (``TypeError``/``ValueError`` naming the keyword); the mount
+point and the per-route policy; which answer (``_answers`` builds it, never
+from the input); the log line, with every byte outside 0x21-0x7E
+backslash-escaped and its length bounded, so no CR, LF or control byte ever
+reaches a log; the counters and the hooks.
+
+A request that passes costs the adapter three lookups: what else the guard
+needs (the method, ``Accept``, the client, whether it is a websocket
+handshake) is read, through the adapter's ``read`` function, only for a
+request that does not simply pass. The guard writes nothing to the carrier
+but its own ``"urlguard.violation"`` key (before the hooks run, so that they
+find it there), and takes off a stale ``"urlguard.target"`` with it.
 """
 
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 import os
 import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Generic, Literal, NamedTuple, TypeVar
 from urllib.parse import quote_from_bytes
 
 from . import _grammar as g
+from ._answers import Answer, answer, refusal, rejection
 from ._config import MODES, Config, Mode, check_prefix, load_config, route_policy
 from ._errors import InvalidTarget
-from ._parser import parse_target
+from ._parser import parse_split_target, parse_target
 from ._policy import DEFAULT_POLICY, Policy
-from ._routes import ABSOLUTE_PREFIX, Route, RouteTable
+from ._routes import Route, RouteTable, is_server_wide_options, unmount
 from ._target import Target
 
 __all__ = [
     "LOGGER",
     "TARGET_KEY",
     "VIOLATION_KEY",
+    "Answer",
     "Guard",
     "GuardedMiddleware",
     "MissingRawTarget",
+    "Request",
     "escape",
     "rebuild_target",
-    "strip_root",
-    "wants_json",
 ]
 
 #: The one logger: ``logging.getLogger("urlguard")``.
@@ -65,40 +74,54 @@ VIOLATION_KEY: Final = "urlguard.violation"
 #: line holds at most four times as many characters).
 LOG_LIMIT: Final = 256
 
-#: Carrier of the request: the ASGI scope or the WSGI environ.
-Carrier = MutableMapping[str, Any]
+#: The carrier of a request (ASGI scope, WSGI environ) and the kind of
+#: application an adapter guards (and ``on_reject`` returns).
+C = TypeVar("C", bound=MutableMapping[str, Any])
+A = TypeVar("A", bound=Callable[..., Any])
 
 
-class GuardedMiddleware:
-    """What both ``StrictURLMiddleware`` classes show of their guard."""
+class Request(NamedTuple):
+    """What an adapter reads from a request that does not simply pass."""
 
-    _guard: Guard
+    method: str
+    #: The ``Accept`` header's value (several joined by ``,``), or ``None``.
+    accept: str | None = None
+    #: ``host:port`` of the client, for the log line.
+    client: str = "-"
+    #: A websocket handshake: no ``on_reject``; the adapter refuses it its own way.
+    websocket: bool = False
+    #: Names the server in the log line when it gives no raw target.
+    server: str = "unknown"
+    #: When the server gives no raw target: the decoded path (the mount point
+    #: included, so that it is taken off as from a raw target; ``None``: not
+    #: even that) and the raw query.
+    path: bytes | None = None
+    query: bytes = b""
 
-    @property
-    def mode(self) -> str:
-        """``"enforce"`` or ``"report"``."""
-        return self._guard.mode
 
-    @property
-    def violations(self) -> dict[str, int]:
-        """How many requests broke each rule so far (both modes), by rule code."""
-        return self._guard.violations
+class Guard(Generic[C, A]):
+    """Checked options and the decision both middlewares share. One per middleware.
 
-
-class Guard:
-    """Checked options and the logic both middlewares share. One per middleware."""
+    ``read(carrier)`` is the adapter's: what :class:`Request` holds, read from
+    the carrier; ``protocol`` (``"ASGI"``, ``"WSGI"``) and ``missing`` (what the
+    server failed to provide) go into messages.
+    """
 
     __slots__ = (
         "_lock",
+        "_read",
         "_violations",
         "log_level",
+        "missing",
         "missing_raw_target",
         "mode",
         "on_reject",
         "on_violation",
         "owner",
         "policy",
+        "protocol",
         "report",
+        "routed",
         "routes",
         "table",
     )
@@ -111,17 +134,23 @@ class Guard:
     def __init__(
         self,
         owner: str,
+        protocol: str,
+        read: Callable[[C], Request],
+        missing: str,
         *,
-        policy: object,
-        routes: object,
-        config: object,
-        mode: object,
-        on_reject: object,
-        on_violation: object,
-        missing_raw_target: object,
-        log_level: object,
+        policy: object = None,
+        routes: object = None,
+        config: object = None,
+        mode: object = None,
+        on_reject: object = None,
+        on_violation: object = None,
+        missing_raw_target: object = "refuse",
+        log_level: object = logging.WARNING,
     ) -> None:
         self.owner = owner
+        self.protocol = protocol
+        self._read = read
+        self.missing = missing
         cfg = _config(owner, config, policy, routes)
         if cfg is not None:
             self.policy = cfg.policy
@@ -137,6 +166,7 @@ class Guard:
             default_mode = "enforce"
         self.table = RouteTable(self.policy, pairs, owner)
         self.routes = self.table.routes
+        self.routed = bool(self.routes)  # a bool: the quickest test on every request
 
         if mode is None:
             mode = default_mode
@@ -161,136 +191,77 @@ class Guard:
         self._violations: Counter[str] = Counter()
         self._lock = threading.Lock()
 
-    # -- route selection ------------------------------------------------------
+    # -- the decision ---------------------------------------------------------
 
-    def select(self, target: bytes, root: bytes = b"") -> Policy:
-        """The policy for ``target`` (see :meth:`RouteTable.select`)."""
-        return self.table.select(target, root)
+    def decide(
+        self, raw: bytes | None, query: bytes | None, mount: bytes | None, carrier: C
+    ) -> Target | Answer | A | None:
+        """What to do with one request (see the module documentation).
 
-    # -- violations -----------------------------------------------------------
-
-    def record(
-        self,
-        exc: InvalidTarget,
-        carrier: Carrier,
-        target: bytes,
-        *,
-        method: str,
-        client: str,
-    ) -> None:
-        """Count, log one line, store the violation and call ``on_violation``."""
-        carrier.pop(TARGET_KEY, None)
-        carrier[VIOLATION_KEY] = exc
-        with self._lock:
-            self._violations[exc.rule] += 1
-        if LOGGER.isEnabledFor(self.log_level):
-            what = "reported (report-only, passed on)" if self.report else "rejected"
-            LOGGER.log(
-                self.log_level,
-                "urlguard: %s request target: rule=%s component=%s index=%s offset=%d "
-                "client=%s method=%s target=%s",
-                what,
-                exc.rule,
-                exc.component,
-                "-" if exc.index is None else exc.index,
-                exc.offset,
-                escape(client),
-                escape(method),
-                escape(target),
-                extra={
-                    "urlguard_rule": exc.rule,
-                    "urlguard_component": exc.component,
-                    "urlguard_index": exc.index,
-                    "urlguard_offset": exc.offset,
-                    "urlguard_mode": self.mode,
-                },
-            )
-        if self.on_violation is not None:
-            try:
-                self.on_violation(exc, carrier)
-            except Exception:
-                # A broken metrics hook must not turn a 400 into a 500, nor
-                # let a request through: log it and carry on.
-                LOGGER.exception("urlguard: the on_violation callback failed")
-
-    def custom_response(self, exc: InvalidTarget, carrier: Carrier) -> object | None:
-        """What ``on_reject`` returned (checked by the adapter), or ``None``."""
-        if self.on_reject is None:
-            return None
-        try:
-            result: object = self.on_reject(exc, carrier)
-        except Exception:
-            LOGGER.exception("urlguard: the on_reject callback failed; sent the default 400")
-            return None
-        return result
-
-    @property
-    def violations(self) -> dict[str, int]:
-        """A snapshot: rule code -> how many requests broke it (both modes)."""
-        with self._lock:
-            return dict(self._violations)
-
-    # -- responses ------------------------------------------------------------
-
-    @staticmethod
-    def rejection(exc: InvalidTarget, accept: str | None) -> tuple[str, bytes]:
-        """Content type and body of the 400: names the rule, never the input."""
-        if accept is not None and wants_json(accept):
-            problem = {
-                # RFC 9457 §4.2.1: "about:blank" means the status says it all;
-                # the rule code is an extension member (§3.2).
-                "type": "about:blank",
-                "title": "Bad Request",
-                "status": 400,
-                "detail": str(exc),
-                "rule": exc.rule,
-                "component": exc.component,
-                "index": exc.index,
-                "offset": exc.offset,
-            }
-            body = json.dumps(problem, separators=(",", ":")).encode("ascii")
-            return "application/problem+json", body
-        return "text/plain; charset=utf-8", f"400 Bad Request: {exc}\n".encode("ascii")
-
-    @staticmethod
-    def refusal(accept: str | None, missing: str) -> tuple[str, bytes]:
-        """Content type and body of the 501 sent when the server hands over no
-        raw target at all and ``missing_raw_target="refuse"``.
-
-        501 Not Implemented (RFC 9110 §15.6.2): the request may be fine, the
-        server stack lacks what urlguard needs to judge it. A 4xx would blame
-        the client and stay out of server-error alerting; 503 invites retries
-        of something that will never succeed; 500 reads as a crash. 501 is
-        heuristically cacheable, so the adapters add ``Cache-Control: no-store``.
+        ``raw`` is the raw target as the server gave it, or ``None`` when it
+        gave none; with ``query`` ``None`` it is the whole target (WSGI), else
+        the path, the query being ``query`` (ASGI: ``/a?`` and ``/a`` look
+        alike). ``mount`` is the decoded mount point, as bytes, or ``None``.
         """
-        detail = (
-            f"the server does not provide the raw request target ({missing}); "
-            "urlguard refuses to guess it from decoded values"
-        )
-        if accept is not None and wants_json(accept):
-            problem = {
-                "type": "about:blank",
-                "title": "Not Implemented",
-                "status": 501,
-                "detail": detail,
-                "code": "no-raw-target",
-            }
-            return "application/problem+json", json.dumps(problem).encode("ascii")
-        return "text/plain; charset=utf-8", f"501 Not Implemented: {detail}\n".encode("ascii")
+        if raw is None:
+            return self._without_raw_target(mount, carrier)
+        if mount is not None:
+            raw = unmount(raw, mount)
+        policy = self.table.select(raw) if self.routed else self.policy
+        try:
+            if query is None:
+                return parse_target(raw, policy)
+            return parse_split_target(raw, query, policy)
+        except InvalidTarget as exc:
+            target = raw if not query else b"?".join((raw, query))
+            return self._violation(exc, target, carrier, self._read(carrier))
 
-    def log_missing(self, server: str, missing: str) -> None:
-        """The one line logged for each request refused for lack of a raw target."""
+    def _violation(
+        self, exc: InvalidTarget, target: bytes, carrier: C, request: Request
+    ) -> Answer | A | None:
+        if is_server_wide_options(request.method, target):
+            return None  # OPTIONS * names no resource: nothing to judge
+        self._record(exc, target, carrier, request)
+        if self.report:
+            return None
+        if not request.websocket:
+            custom = self._custom_response(exc, carrier)
+            if custom is not None:
+                return custom
+        content_type, body = rejection(exc, target, request.accept)
+        return answer(
+            request.method, 400, content_type, body, f"invalid request target: {exc.rule}"
+        )
+
+    def _without_raw_target(self, mount: bytes | None, carrier: C) -> Target | Answer | A | None:
+        request = self._read(carrier)
+        target = b""
+        if request.path is not None:
+            target = rebuild_target(request.path, request.query or None)
+            if mount is not None:
+                target = unmount(target, mount)
+        if request.path is not None and self.missing_raw_target == "validate-decoded":
+            try:
+                return self.check_decoded(target)
+            except InvalidTarget as exc:
+                return self._violation(exc, target, carrier, request)
+        if is_server_wide_options(request.method, target):
+            return None
         LOGGER.error(
-            "urlguard: %s: the server (%s) provides no raw request target (%s); %s. "
+            "%s: the server (%s) provides no raw request target (%s); %s. "
             "Run under a server that does (see urlguard's docs), or pass "
             "missing_raw_target='validate-decoded'",
             self.owner,
-            escape(server),
-            missing,
+            escape(request.server),
+            self.missing,
             "passed on (report-only)" if self.report else "refused with 501",
         )
-
-    # -- without a raw target -------------------------------------------------
+        if self.report:
+            return None
+        content_type, body = refusal(request.accept, self.missing)
+        return answer(
+            request.method, 501, content_type, body, "no raw request target", no_store=True
+        )
 
     def check_decoded(self, rebuilt: bytes) -> Target:
         """Validate what a server without a raw target leaves
@@ -306,7 +277,7 @@ class Guard:
         same length, so offsets hold), so the rule reported, and its place in
         the order, are the parser's own. The query is left as received.
         """
-        policy = self.select(rebuilt)
+        policy = self.table.select(rebuilt)
         question = rebuilt.find(b"?")
         path = rebuilt if question < 0 else rebuilt[:question]
         # rebuild_target escapes every non-ASCII byte in upper case, and a
@@ -319,6 +290,165 @@ class Guard:
         # Not reached while invalid-utf8 has no switch; if it ever gets one, refuse anyway.
         raise InvalidTarget("invalid-utf8", "path", path.count(b"/", 0, at) - 1, at)
 
+    # -- violations -----------------------------------------------------------
+
+    def _record(self, exc: InvalidTarget, target: bytes, carrier: C, request: Request) -> None:
+        """Store the violation, count it, log one line and call ``on_violation``."""
+        carrier.pop(TARGET_KEY, None)  # a lenient guard in front may have stored one
+        carrier[VIOLATION_KEY] = exc
+        with self._lock:
+            self._violations[exc.rule] += 1
+        if LOGGER.isEnabledFor(self.log_level):
+            # No "urlguard:" prefix: the logger's name says it already.
+            LOGGER.log(
+                self.log_level,
+                "%s request target: rule=%s component=%s index=%s offset=%d "
+                "client=%s method=%s target=%s",
+                "reported (report-only, passed on)" if self.report else "rejected",
+                exc.rule,
+                exc.component,
+                "-" if exc.index is None else exc.index,
+                exc.offset,
+                escape(request.client),
+                escape(request.method),
+                escape(target),
+                extra={
+                    "urlguard_rule": exc.rule,
+                    "urlguard_component": exc.component,
+                    "urlguard_index": exc.index,
+                    "urlguard_offset": exc.offset,
+                    "urlguard_mode": self.mode,
+                },
+            )
+        if self.on_violation is not None:
+            try:
+                self.on_violation(exc, carrier)
+            except Exception:
+                # A broken metrics hook must not turn a 400 into a 500, nor
+                # let a request through: log it and carry on.
+                LOGGER.exception("the on_violation callback failed")
+
+    def _custom_response(self, exc: InvalidTarget, carrier: C) -> A | None:
+        """The application ``on_reject`` returned, or ``None`` for the default 400."""
+        if self.on_reject is None:
+            return None
+        try:
+            result: object = self.on_reject(exc, carrier)
+        except Exception:
+            LOGGER.exception("the on_reject callback failed; sent the default 400")
+            return None
+        if result is None:
+            return None
+        if not callable(result):
+            LOGGER.error(
+                "on_reject returned %s, not %s; sent the default 400",
+                type(result).__name__,
+                application(self.protocol),
+            )
+            return None
+        app: A = result  # type: ignore[assignment]  # callable: taken as the protocol's app
+        return app
+
+    @property
+    def violations(self) -> dict[str, int]:
+        """A snapshot: rule code -> how many requests broke it (both modes)."""
+        with self._lock:
+            return dict(self._violations)
+
+
+class GuardedMiddleware(Generic[A, C]):
+    """The configuration both ``StrictURLMiddleware`` classes take, declared once."""
+
+    #: Set by each adapter: its protocol's name, its ``read`` function, and
+    #: what a server that gives no raw target fails to provide.
+    protocol: str
+    missing: str
+    read: Callable[[C], Request]
+
+    def __init__(
+        self,
+        app: A,
+        *,
+        policy: Policy | None = None,
+        routes: Mapping[str, Policy | Mapping[str, Any]] | None = None,
+        config: Config | str | os.PathLike[str] | None = None,
+        mode: str | None = None,
+        on_reject: Callable[[InvalidTarget, C], A | None] | None = None,
+        on_violation: Callable[[InvalidTarget, C], object] | None = None,
+        missing_raw_target: MissingRawTarget = "refuse",
+        log_level: int = logging.WARNING,
+    ) -> None:
+        """
+        :param app: the application to guard.
+        :param policy: a :class:`~urlguard.Policy`; default ``Policy()``, the strict one.
+        :param routes: raw path prefix -> a ``Policy``, or a mapping of
+            overrides of ``policy`` (``{"/files/": {"encoded_slash": "keep"}}``).
+            The longest matching prefix wins. Prefixes are compared with the
+            percent-decoded path (as frameworks route), relative to the mount
+            point; a prefix ending in ``/`` matches everything below it, one
+            without matches itself and everything below (``/api`` matches
+            ``/api`` and ``/api/x``, not ``/apix``).
+        :param config: a :class:`~urlguard.Config`, or the path of a TOML file
+            (``urlguard.load_config``); excludes ``policy`` and ``routes``.
+        :param mode: ``"enforce"`` (reject) or ``"report"`` (log, count, and
+            let the request through with the violation at ``"urlguard.violation"``
+            and no ``"urlguard.target"``). Default: the config's, else enforce.
+        :param on_reject: ``on_reject(exc, carrier) -> application | None``,
+            called in enforce mode for a rejected HTTP request (the carrier
+            holds the violation at ``"urlguard.violation"``); the application
+            it returns answers instead of the default 400, ``None`` keeps the
+            default (so does a failing hook, logged).
+        :param on_violation: ``on_violation(exc, carrier)``, called for every
+            violation in both modes (metrics); its return value is ignored,
+            and a failing hook is logged.
+        :param missing_raw_target: ``"refuse"`` (default): when the server
+            gives no raw target, answer ``501`` and log an error naming the
+            server. ``"validate-decoded"``: validate what is left instead, the
+            exact query and the decoded path re-encoded (``%2F`` can no
+            longer be told from ``/``; U+FFFD, which servers put where
+            invalid UTF-8 was, counts as ``invalid-utf8``).
+        :param log_level: the level of the one log line per violation
+            (logger ``"urlguard"``); default ``logging.WARNING``.
+        """
+        owner = f"{type(self).__module__}.{type(self).__qualname__}"
+        if not callable(app):
+            raise TypeError(f"{owner}: app must be {application(self.protocol)}")
+        self.app = app
+        self._guard: Guard[C, A] = Guard(
+            owner,
+            self.protocol,
+            type(self).read,
+            self.missing,
+            policy=policy,
+            routes=routes,
+            config=config,
+            mode=mode,
+            on_reject=on_reject,
+            on_violation=on_violation,
+            missing_raw_target=missing_raw_target,
+            log_level=log_level,
+        )
+
+    @property
+    def mode(self) -> str:
+        """``"enforce"`` or ``"report"``."""
+        return self._guard.mode
+
+    @property
+    def violations(self) -> dict[str, int]:
+        """How many requests broke each rule so far (both modes), by rule code."""
+        return self._guard.violations
+
+
+def application(protocol: str) -> str:
+    """``"an ASGI application"``, ``"a WSGI application"``: for messages."""
+    return f"{'an' if protocol[:1] in 'AEIOU' else 'a'} {protocol} application"
+
+
+# -- answers --------------------------------------------------------------------
+
+
+# -- without a raw target ---------------------------------------------------------
 
 _REPLACEMENT_ESCAPED: Final = b"%EF%BF%BD"  # U+FFFD in UTF-8, percent-encoded
 _NEVER_UTF8: Final = b"%FF%FF%FF"  # 0xFF appears in no UTF-8 sequence
@@ -337,19 +467,7 @@ def rebuild_target(path: bytes, query: bytes | None) -> bytes:
 _PATH_SAFE: Final = g.to_str(g.PCHAR | {g.SLASH})
 
 
-def strip_root(raw: bytes, root: bytes) -> bytes | None:
-    """``raw`` without the mount point ``root`` at its start, or ``None``.
-
-    As Starlette's ``get_route_path``: ``root`` must end where a segment ends.
-    uvicorn glues ``root_path`` to whatever the client sent, so ``*`` and an
-    absolute-form target follow it directly (``/mnt*``, ``/mnthttp://h/x``).
-    """
-    if not raw.startswith(root):
-        return None
-    rest = raw[len(root) :]
-    if rest[:1] == b"/" or rest == b"*" or ABSOLUTE_PREFIX.match(rest):
-        return rest
-    return None
+# -- checking the options ---------------------------------------------------------
 
 
 def _config(owner: str, config: object, policy: object, routes: object) -> Config | None:
@@ -405,38 +523,6 @@ def _callback(owner: str, name: str, value: object) -> Callable[..., Any] | None
             "return an ASGI application from on_reject to respond asynchronously"
         )
     return value
-
-
-# -- Accept negotiation (RFC 9110 §12.5.1), only ever on the rejection path --
-
-_JSON_RANGES: Final = frozenset(("application/json", "application/problem+json", "application/*"))
-_TEXT_SPECIFICITY: Final = {"text/plain": 3, "text/*": 2, "*/*": 1}
-_Q: Final = re.compile(r"\s*[qQ]\s*=\s*([0-9](?:\.[0-9]{0,3})?)\s*$")
-
-
-def wants_json(accept: str) -> bool:
-    """Whether the client asked for JSON explicitly, at least as much as text.
-
-    ``*/*`` alone is not asking for JSON: curl and browsers send it, and they
-    are better served by one line of text.
-    """
-    q_json = 0.0
-    q_text, text_rank = 0.0, 0
-    for item in accept.split(","):
-        media, _, params = item.partition(";")
-        media = media.strip().lower()
-        if media not in _JSON_RANGES and media not in _TEXT_SPECIFICITY:
-            continue
-        q = 1.0
-        for param in params.split(";"):
-            match = _Q.match(param)
-            if match is not None:
-                q = float(match[1])
-        if media in _JSON_RANGES:
-            q_json = max(q_json, q)
-        elif _TEXT_SPECIFICITY[media] > text_rank:
-            q_text, text_rank = q, _TEXT_SPECIFICITY[media]
-    return q_json > 0 and q_json >= q_text
 
 
 # -- escaping for log lines ---------------------------------------------------

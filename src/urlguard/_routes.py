@@ -1,5 +1,5 @@
-"""Per-route policies: which policy a raw target falls under, and which
-request goes through without one.
+"""Where a raw target is: under which mount point, under which per-route
+policy, and which request goes through without one.
 
 One table serves the middlewares and the command line, so that
 ``urlguard audit`` predicts exactly what the middleware will do.
@@ -70,21 +70,19 @@ class RouteTable:
         compiled.sort(key=lambda route: len(route.key), reverse=True)
         self.routes: tuple[Route, ...] = tuple(compiled)
 
-    def select(self, target: bytes, root: bytes = b"") -> Policy:
+    def select(self, target: bytes) -> Policy:
         """The policy for ``target``: the longest matching route, else the base.
 
         Prefixes are compared with the *percent-decoded* path, the way the
         framework behind will route it (Starlette, werkzeug and Django all
         route on the decoded path): ``/%61dmin/`` must not escape a stricter
-        ``/admin/`` policy. ``root`` is a mount point (``root_path``,
-        ``SCRIPT_NAME``, decoded) still present at the start of ``target``.
+        ``/admin/`` policy. ``target`` is relative to the mount point (see
+        :func:`unmount`).
         """
         if not self.routes:
             return self.policy
         path = path_of(target)
         key = percent_decode(path) if b"%" in path else path
-        if root and key.startswith(root) and key[len(root) : len(root) + 1] == b"/":
-            key = key[len(root) :]
         for route in self.routes:  # longest first
             if key.startswith(route.key) and (
                 route.directory or len(key) == len(route.key) or key[len(route.key)] == 0x2F
@@ -110,3 +108,48 @@ def path_of(target: bytes) -> bytes:
         if match is not None:
             return target[match.end() :].partition(b"?")[0] or b"/"
     return target.partition(b"?")[0]
+
+
+def unmount(raw: bytes, mount: bytes) -> bytes:
+    """``raw`` relative to the mount point ``mount``, or ``raw`` itself when it
+    is not below it.
+
+    ``mount`` is the decoded mount point (ASGI ``root_path`` as UTF-8, WSGI
+    ``SCRIPT_NAME`` as latin-1 bytes); the raw target is compared with it
+    percent-decoded, segment by segment, as frameworks compare their decoded
+    path with it (Starlette's ``get_route_path``): ``/my%20app/x`` is below
+    ``/my app``, so is ``/%6Dnt/x`` below ``/mnt``, and ``/mntx`` is not below
+    ``/mnt``. What is left starts with ``/``: a request for the mount point
+    itself (``/mnt``, ``/mnt?q``) is a request for ``/`` (``/?q``) below it,
+    the same as ``/mnt/`` (``/mnt/?q``).
+
+        >>> unmount(b"/my%20app/x?q=1", b"/my app"), unmount(b"/mnt", b"/mnt")
+        (b'/x?q=1', b'/')
+
+    uvicorn glues ``root_path`` to whatever the client sent, so ``*`` and an
+    absolute-form target may follow the mount point directly (``/mnt*``,
+    ``/mnthttp://h/x``): those are taken off as well.
+    """
+    mount = mount.rstrip(b"/")
+    if not mount:
+        return raw
+    if raw.startswith(mount):  # as the server glued it, or a plain ASCII path
+        rest = raw[len(mount) :]
+        if rest[:1] == b"/":
+            return rest
+        if not rest or rest[:1] == b"?":
+            return b"/" + rest
+        if rest == b"*" or ABSOLUTE_PREFIX.match(rest):
+            return rest
+    path = raw.partition(b"?")[0]
+    if b"%" not in path:
+        return raw
+    depth = mount.count(b"/")
+    pieces = path.split(b"/", depth + 1)
+    if len(pieces) <= depth:
+        return raw  # fewer segments than the mount point
+    prefix = b"/".join(pieces[: depth + 1])
+    if percent_decode(prefix) != mount:
+        return raw
+    rest = raw[len(prefix) :]
+    return rest if rest[:1] == b"/" else b"/" + rest

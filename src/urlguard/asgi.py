@@ -18,7 +18,7 @@ never rewritten.
 Or ``starlette_app.add_middleware(StrictURLMiddleware)`` /
 ``fastapi_app.add_middleware(StrictURLMiddleware, mode="report")``.
 
-What each ASGI server puts in the scope (measured, LANDSCAPE.md):
+What the ASGI servers put in the scope (measured; see docs/servers.md):
 
 - ``raw_path`` is optional in the ASGI spec; a missing key and ``None`` are
   treated alike: the request is refused with ``501`` (see
@@ -26,11 +26,14 @@ What each ASGI server puts in the scope (measured, LANDSCAPE.md):
 - ASGI splits the target at the first ``?``, so ``/a?`` (an empty query) and
   ``/a`` look the same: both are validated as ``/a``, and ``Target.raw_query``
   is ``None`` for both.
-- ``root_path``: uvicorn glues it in front of ``raw_path``; hypercorn, granian
-  and daphne leave ``raw_path`` as sent. When ``raw_path`` starts with
-  ``root_path`` (ending at a ``/``), it is taken off, so the stored target and
-  route prefixes are relative to the mount point on every server, as in
-  Starlette's routing.
+- ``root_path``, the mount point: uvicorn glues it in front of ``raw_path``;
+  hypercorn, granian and daphne leave ``raw_path`` as sent. Either way, when
+  the raw path is below the mount point (compared percent-decoded, segment by
+  segment, as Starlette routes: ``/my%20app/x`` is below ``root_path="/my app"``),
+  the mount point is taken off: ``Target.raw``, its segments and the route
+  prefixes are relative to it, and a request for the mount point itself
+  (``/mnt``) gives the same ``Target`` as one for ``/mnt/``: ``raw`` ``b"/"``,
+  segments ``("",)``. A raw path that is not below it is judged whole.
 - uvicorn with httptools and granian reduce an absolute-form target to its
   path and drop a ``#fragment``; h11, hypercorn and daphne pass both on, and
   then the absolute-form target is validated on its path and query and a
@@ -42,25 +45,13 @@ What each ASGI server puts in the scope (measured, LANDSCAPE.md):
 
 from __future__ import annotations
 
-import logging
-import os
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any, Final
 
-from ._config import Config
+from ._answers import Answer
 from ._errors import InvalidTarget
-from ._guard import (
-    LOGGER,
-    TARGET_KEY,
-    Guard,
-    GuardedMiddleware,
-    MissingRawTarget,
-    rebuild_target,
-    strip_root,
-)
-from ._parser import parse_split_target
-from ._policy import Policy
-from ._routes import is_server_wide_options
+from ._guard import TARGET_KEY, GuardedMiddleware, Request
+from ._target import Target
 
 __all__ = ["ASGIApp", "OnReject", "OnViolation", "StrictURLMiddleware"]
 
@@ -83,36 +74,37 @@ _CLOSE_POLICY: Final = 1008
 _CLOSE_SERVER: Final = 1011
 
 
-class StrictURLMiddleware(GuardedMiddleware):
+def _read(scope: Scope) -> Request:
+    """What the guard needs of a request that does not simply pass."""
+    accept = [value for name, value in scope.get("headers") or () if name.lower() == b"accept"]
+    method = scope.get("method")
+    client = scope.get("client")
+    asgi = scope.get("asgi")
+    version = asgi if isinstance(asgi, Mapping) else {}
+    path = scope.get("path")
+    return Request(
+        method=method if isinstance(method, str) else str(scope["type"]),
+        accept=b",".join(accept).decode("latin-1") if accept else None,
+        client=":".join(map(str, client)) if client else "-",
+        websocket=scope["type"] == "websocket",
+        server=(
+            f"asgi.version={version.get('version', '?')},"
+            f"spec_version={version.get('spec_version', '?')}"
+        ),
+        path=path.encode("utf-8", "surrogatepass") if isinstance(path, str) else None,
+        query=scope.get("query_string") or b"",
+    )
+
+
+class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
     """Reject ASGI requests whose raw target breaks the policy; hand the
     decoded :class:`~urlguard.Target` to the rest at ``scope["urlguard.target"]``.
 
-    :param app: the ASGI application to guard.
-    :param policy: a :class:`~urlguard.Policy`; default ``Policy()``, the strict one.
-    :param routes: raw path prefix -> a ``Policy``, or a mapping of overrides
-        of ``policy`` (``{"/files/": {"encoded_slash": "keep"}}``). The longest
-        matching prefix wins. Prefixes are compared with the percent-decoded
-        path (as frameworks route), relative to ``root_path``; a prefix ending
-        in ``/`` matches everything below it, one without matches itself and
-        everything below (``/api`` matches ``/api`` and ``/api/x``, not ``/apix``).
-    :param config: a :class:`~urlguard.Config`, or the path of a TOML file
-        (``urlguard.load_config``); excludes ``policy`` and ``routes``.
-    :param mode: ``"enforce"`` (reject) or ``"report"`` (log, count, and let
-        the request through with the violation at ``scope["urlguard.violation"]``
-        and no ``scope["urlguard.target"]``). Default: the config's, else enforce.
-    :param on_reject: ``on_reject(exc, scope) -> ASGI app | None``, called in
-        enforce mode for a rejected HTTP request; the returned app (e.g. a
-        Starlette ``Response``) is run instead of the default 400, ``None``
-        keeps the default. Not used for websocket handshakes.
-    :param on_violation: ``on_violation(exc, scope)``, called for every
-        violation in both modes (metrics); its return value is ignored.
-    :param missing_raw_target: ``"refuse"`` (default): a scope without
-        ``raw_path`` gets ``501`` and an error log line. ``"validate-decoded"``:
-        validate what is left instead, the exact ``query_string`` and the
-        ``path`` re-encoded (``%2F`` can no longer be told from ``/``; U+FFFD,
-        which servers put where invalid UTF-8 was, counts as ``invalid-utf8``).
-    :param log_level: the level of the one log line per violation
-        (logger ``"urlguard"``); default ``logging.WARNING``.
+    ``app`` first, then the options as keywords (see ``__init__``):
+    ``policy``, ``routes``, ``config``, ``mode``, ``on_reject`` (returns an
+    ASGI app, e.g. a Starlette ``Response``; not used for websocket
+    handshakes), ``on_violation``, ``missing_raw_target`` (a scope without
+    ``raw_path``), ``log_level``.
 
     Scopes: ``http`` and ``websocket`` are validated; a websocket handshake is
     refused before accept, with the 400 as a denial response when the server
@@ -121,201 +113,46 @@ class StrictURLMiddleware(GuardedMiddleware):
     does ``OPTIONS *`` (without a target). ``violations`` counts by rule code.
     """
 
-    def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        policy: Policy | None = None,
-        routes: Mapping[str, Policy | Mapping[str, Any]] | None = None,
-        config: Config | str | os.PathLike[str] | None = None,
-        mode: str | None = None,
-        on_reject: OnReject | None = None,
-        on_violation: OnViolation | None = None,
-        missing_raw_target: MissingRawTarget = "refuse",
-        log_level: int = logging.WARNING,
-    ) -> None:
-        if not callable(app):
-            raise TypeError("urlguard.asgi.StrictURLMiddleware: app must be an ASGI application")
-        self.app = app
-        self._guard = guard = Guard(
-            "urlguard.asgi.StrictURLMiddleware",
-            policy=policy,
-            routes=routes,
-            config=config,
-            mode=mode,
-            on_reject=on_reject,
-            on_violation=on_violation,
-            missing_raw_target=missing_raw_target,
-            log_level=log_level,
-        )
-        self._policy = guard.policy
-        self._routed = bool(guard.routes)
+    protocol = "ASGI"
+    missing = "no raw_path in the scope"
+    read = staticmethod(_read)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        app = self.app  # an attribute load: quicker than calling self.app in 3.11
         kind = scope["type"]
-        if kind != "http" and kind != "websocket":
-            await self.app(scope, receive, send)
-            return
-        try:
-            raw = scope["raw_path"]
-            root = scope["root_path"]
-            query = scope["query_string"]
-        except KeyError:
-            raw = scope.get("raw_path")
-            root = scope.get("root_path")
-            query = scope.get("query_string")
-        if raw is None:
-            await self._without_raw_path(scope, receive, send)
-            return
-        mount = b""
-        if root:
-            mount = root.encode("utf-8", "surrogatepass")
-            rest = strip_root(raw, mount)
-            if rest is not None:
-                raw, mount = rest, b""
-        query = query or b""
-        # Routes are chosen by the path alone (up to a first '?').
-        policy = self._guard.select(raw, mount) if self._routed else self._policy
-        try:
-            scope[TARGET_KEY] = parse_split_target(raw, query, policy)
-        except InvalidTarget as exc:
-            target = b"?".join((raw, query)) if query else raw
-            await self._violation(exc, target, scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
-    async def _violation(
-        self, exc: InvalidTarget, target: bytes, scope: Scope, receive: Receive, send: Send
-    ) -> None:
-        guard = self._guard
-        if is_server_wide_options(scope.get("method"), target):
-            await self.app(scope, receive, send)
-            return
-        guard.record(exc, scope, target, method=_method(scope), client=_client(scope))
-        if guard.report:
-            await self.app(scope, receive, send)
-            return
-        if scope["type"] == "websocket":
-            content_type, body = Guard.rejection(exc, _accept(scope))
-            reason = f"invalid request target: {exc.rule}"
-            await _deny_websocket(scope, send, 400, content_type, body, reason, no_store=False)
-            return
-        custom = guard.custom_response(exc, scope)
-        if custom is not None:
-            if callable(custom):
-                await custom(scope, receive, send)
+        if kind == "http" or kind == "websocket":
+            try:  # subscripts cost less than .get(), on the path every request takes
+                raw, query, root = scope["raw_path"], scope["query_string"], scope["root_path"]
+            except KeyError:  # all three are optional in the ASGI spec
+                raw, query = scope.get("raw_path"), scope.get("query_string") or b""
+                root = scope.get("root_path")
+            mount = root.encode("utf-8", "surrogatepass") if root else None
+            decision = self._guard.decide(raw, query, mount, scope)
+            if isinstance(decision, Target):
+                scope[TARGET_KEY] = decision
+            elif isinstance(decision, Answer):
+                await _send(scope, send, decision)
                 return
-            LOGGER.error(
-                "urlguard: on_reject returned %s, not an ASGI application; sent the default 400",
-                type(custom).__name__,
-            )
-        await _respond(scope, send, 400, *Guard.rejection(exc, _accept(scope)))
-
-    async def _without_raw_path(self, scope: Scope, receive: Receive, send: Send) -> None:
-        guard = self._guard
-        path = scope.get("path")
-        if guard.missing_raw_target == "validate-decoded" and isinstance(path, str):
-            root = scope.get("root_path")
-            if root and path.startswith(root + "/"):
-                path = path[len(root) :]
-            target = rebuild_target(
-                path.encode("utf-8", "surrogatepass"), scope.get("query_string") or None
-            )
-            try:
-                scope[TARGET_KEY] = guard.check_decoded(target)
-            except InvalidTarget as exc:
-                await self._violation(exc, target, scope, receive, send)
-                return
-            await self.app(scope, receive, send)
-            return
-        if is_server_wide_options(scope.get("method"), path):
-            await self.app(scope, receive, send)
-            return
-        asgi = scope.get("asgi")
-        version = asgi if isinstance(asgi, Mapping) else {}
-        server = (
-            f"asgi.version={version.get('version', '?')},"
-            f"spec_version={version.get('spec_version', '?')}"
-        )
-        guard.log_missing(server, "no raw_path in the scope")
-        if guard.report:
-            await self.app(scope, receive, send)
-            return
-        content_type, body = Guard.refusal(_accept(scope), "no raw_path in the ASGI scope")
-        if scope["type"] == "websocket":
-            reason = "no raw request target"
-            await _deny_websocket(scope, send, 501, content_type, body, reason, no_store=True)
-            return
-        await _respond(scope, send, 501, content_type, body, no_store=True)
+            elif decision is not None:
+                app = decision  # what on_reject returned answers instead
+        await app(scope, receive, send)
 
 
-async def _respond(
-    scope: Scope,
-    send: Send,
-    status: int,
-    content_type: str,
-    body: bytes,
-    *,
-    no_store: bool = False,
-) -> None:
-    """A complete response, Content-Length included, so keep-alive goes on.
-    A HEAD request gets the headers only (RFC 9110 §9.3.2)."""
-    headers = _headers(content_type, body, no_store=no_store)
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send(
-        {"type": "http.response.body", "body": b"" if scope.get("method") == "HEAD" else body}
-    )
-
-
-async def _deny_websocket(
-    scope: Scope,
-    send: Send,
-    status: int,
-    content_type: str,
-    body: bytes,
-    reason: str,
-    *,
-    no_store: bool,
-) -> None:
-    """Refuse a websocket handshake before accept: an HTTP response through the
-    denial extension when the server offers it, else close (the server then
-    answers the handshake with 403)."""
-    extensions = scope.get("extensions") or {}
-    if _DENIAL in extensions:
-        headers = _headers(content_type, body, no_store=no_store)
-        await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
-        await send({"type": "websocket.http.response.body", "body": body})
-        return
-    code = _CLOSE_POLICY if status == 400 else _CLOSE_SERVER
-    await send({"type": "websocket.close", "code": code, "reason": reason})
-
-
-def _headers(content_type: str, body: bytes, *, no_store: bool) -> list[tuple[bytes, bytes]]:
+async def _send(scope: Scope, send: Send, answer: Answer) -> None:
+    """The answer through the normal ``send``; to a websocket handshake, before
+    accept: as a denial response when the server offers the extension, else
+    by closing (the server then answers the handshake with 403)."""
     headers = [
-        (b"content-type", content_type.encode("ascii")),
-        (b"content-length", str(len(body)).encode("ascii")),
-        (b"x-content-type-options", b"nosniff"),
+        (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in answer.headers
     ]
-    if no_store:
-        headers.append((b"cache-control", b"no-store"))
-    return headers
-
-
-def _accept(scope: Scope) -> str | None:
-    values = [value for name, value in scope.get("headers") or () if name.lower() == b"accept"]
-    if not values:
-        return None
-    return b",".join(values).decode("latin-1")
-
-
-def _method(scope: Scope) -> str:
-    method = scope.get("method")
-    return method if isinstance(method, str) else str(scope["type"])
-
-
-def _client(scope: Scope) -> str:
-    client = scope.get("client")
-    if not client:
-        return "-"
-    host, port = client[0], client[1] if len(client) > 1 else None
-    return f"{host}:{port}" if port is not None else str(host)
+    if scope["type"] == "http":
+        await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+        await send({"type": "http.response.body", "body": answer.body})
+    elif _DENIAL in (scope.get("extensions") or {}):
+        await send(
+            {"type": "websocket.http.response.start", "status": answer.status, "headers": headers}
+        )
+        await send({"type": "websocket.http.response.body", "body": answer.body})
+    else:
+        code = _CLOSE_POLICY if answer.status == 400 else _CLOSE_SERVER
+        await send({"type": "websocket.close", "code": code, "reason": answer.reason})

@@ -2,11 +2,14 @@
 
     urlguard check [--policy strict|browser] [--config FILE] [--json] TARGET...
     urlguard audit [--policy ...] [--config FILE] [--format auto|combined|common|targets]
-                   [--json] FILE...
+                   [--json] [--suggest [--write FILE [--force]]] FILE...
     urlguard encode segment|query|fragment TEXT  ·  urlguard clean URI  ·  urlguard pretty URI
 
 ``check`` and ``audit`` exit 0 when everything passes, 1 when something would
-be rejected, 2 on usage errors and unreadable input (DESIGN.md §5, pinned).
+be rejected, 2 on usage errors and unreadable input. ``audit --suggest``
+prints (or writes) a configuration that admits what the logs show the site
+served, and exits 0 when it admits every request answered 2xx/3xx, 1 when
+some of those stay rejected by a rule that is never loosened, 2 as above.
 
 Security model: everything shown comes from untrusted input (a target from a
 ticket, a log written by clients), so nothing is printed raw. Targets and
@@ -49,10 +52,11 @@ from . import (
 )
 from ._audit import FORMATS, AuditError, Auditor, Progress, ProgressFactory, Report, display
 from ._audit import display_pieces as _display_pieces
-from ._config import PRESETS, preset_policy
+from ._config import PRESETS, Config, preset_policy
 from ._routes import RouteTable
+from ._suggest import Ledger, Suggestion, suggest, toml_string
 
-#: Exit codes (DESIGN.md §5, pinned).
+#: Exit codes (pinned).
 EXIT_OK: Final = 0
 EXIT_REJECTED: Final = 1
 EXIT_ERROR: Final = 2
@@ -77,6 +81,10 @@ _CONFIG_HELP: Final = (
 _EXIT_HELP: Final = (
     "exit status: 0 when every target passes, 1 when any would be rejected, "
     "2 on usage errors and unreadable input"
+)
+_AUDIT_EXIT_HELP: Final = (
+    _EXIT_HELP + "; with --suggest: 0 when the suggested configuration admits every request "
+    "answered 2xx/3xx, 1 when some of those stay rejected (by a rule never loosened), 2 as above"
 )
 
 
@@ -161,8 +169,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Read access logs (nginx/Apache combined or common format), or plain "
         "lists of targets, one per line; plain or gzip; '-' is standard input. Undo the "
         "servers' log escaping (\\xHH, \\\", \\\\) and check each request target. Report "
-        "per rule the count, the share of parsed lines and up to three examples.",
-        epilog=_EXIT_HELP,
+        "per rule the count, the share of parsed lines and up to three examples. "
+        "With --suggest, propose the configuration that admits what the site served.",
+        epilog=_AUDIT_EXIT_HELP,
     )
     _policy_options(audit)
     audit.add_argument(
@@ -176,7 +185,27 @@ def _parser() -> argparse.ArgumentParser:
         "--json",
         action="store_true",
         help="one JSON object: lines, parsed, unparseable, rejected, rules (rule -> "
-        "count), share, examples",
+        "count), share, examples, unparseable_examples; with --suggest also 'suggestion'",
+    )
+    audit.add_argument(
+        "--suggest",
+        action="store_true",
+        help="print a TOML configuration that admits every request the logs show answered "
+        "2xx/3xx and the policy rejects, by the narrowest change (a route under the longest "
+        "raw path prefix, the browser preset, query_allow_chars ...), each line commented "
+        "with its evidence; never loosens invalid-utf8, malformed-escape, fragment, bad-form, "
+        "dot segments or control and bidi characters, and lists what they will stop. "
+        "Requests answered 4xx/5xx count as evidence against loosening. Needs logs with a "
+        "status (combined or common format)",
+    )
+    audit.add_argument(
+        "--write",
+        metavar="TOML",
+        help="with --suggest: write the configuration to this file (refused if it exists, "
+        "unless --force) and print a summary instead; load it with --config",
+    )
+    audit.add_argument(
+        "--force", action="store_true", help="with --write: replace the file if it exists"
     )
     audit.add_argument("files", nargs="+", metavar="FILE")
     audit.set_defaults(command=_audit)
@@ -230,15 +259,19 @@ def _resolve_policy(args: argparse.Namespace) -> RouteTable:
     """``--policy`` alone picks a preset. ``--config`` gives the file's policy
     and its per-route policies, chosen per target as the middleware chooses
     them; ``--policy`` then only picks the preset for a file that names none."""
+    config = _resolve_config(args)
+    return RouteTable(config.policy, list(config.routes))
+
+
+def _resolve_config(args: argparse.Namespace) -> Config:
     preset: str = args.policy or "strict"
     path: str | None = args.config
     if path is None:
-        return RouteTable(preset_policy(preset), [])
+        return Config(policy=preset_policy(preset))
     try:
-        config = load_config(path, default_preset=preset)
+        return load_config(path, default_preset=preset)
     except (TypeError, ValueError) as error:
         raise _Error(f"--config: {error}") from None
-    return RouteTable(config.policy, list(config.routes))
 
 
 # --- check -------------------------------------------------------------------------
@@ -270,7 +303,7 @@ def _argument_bytes(given: str) -> bytes:
 
 
 def _json_verdict(given: str, target: Target | None, error: InvalidTarget | None) -> str:
-    # DESIGN.md §5 (pinned): exactly these fields, in this order.
+    # Pinned: exactly these fields, in this order.
     verdict = {
         "target": given,
         "ok": target is not None,
@@ -313,17 +346,87 @@ def _rejected_text(raw: bytes, error: InvalidTarget) -> str:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    policy = _resolve_policy(args)
-    auditor = Auditor(policy, args.format)
+    write: str | None = args.write
+    if write is not None and not args.suggest:
+        raise _Error("--write applies to --suggest only")
+    if args.force and write is None:
+        raise _Error("--force applies to --write only")
+    if write is not None and not args.force and os.path.lexists(write):
+        # Refused before the logs are read, and again when writing.
+        raise _Error(f"--write: {_shown_path(write)} exists; add --force to replace it")
+    config = _resolve_config(args)
+    ledger = Ledger() if args.suggest else None
+    auditor = Auditor(RouteTable(config.policy, list(config.routes)), args.format, ledger)
     progress = _progress_factory()
     for name in args.files:
         auditor.feed_file(name, progress)
     report = auditor.report()
+    if ledger is None:
+        if args.json:
+            _out(json.dumps(report.as_json()))
+        else:
+            _out(_report_text(report, _policy_name(args)))
+        return EXIT_REJECTED if report.rejected else EXIT_OK
+    examples = report.unparseable_examples
+    suggestion = suggest(
+        ledger,
+        config.policy,
+        config.routes,
+        mode=config.mode,
+        judged_under=_policy_name(args),
+        unparseable=report.unparseable,
+        unparseable_examples=[_shorten(shown, _EXAMPLE_WIDTH) for shown in examples],
+    )
+    if write is not None:
+        _write(write, suggestion.text, force=args.force)
     if args.json:
-        _out(json.dumps(report.as_json()))
+        _out(json.dumps({**report.as_json(), "suggestion": suggestion.as_json()}))
+    elif write is not None:
+        _out(_suggestion_summary(suggestion, report, write))
     else:
-        _out(_report_text(report, _policy_name(args)))
-    return EXIT_REJECTED if report.rejected else EXIT_OK
+        _out(suggestion.text.rstrip("\n"))
+    return EXIT_OK if suggestion.complete else EXIT_REJECTED
+
+
+def _shown_path(path: str) -> str:
+    return display(os.fsencode(path), limit=200)
+
+
+def _write(path: str, text: str, *, force: bool) -> None:
+    """Write ``text`` (ASCII) to ``path``; never replace a file without ``force``."""
+    try:
+        with open(path, "w" if force else "x", encoding="ascii", newline="\n") as stream:
+            stream.write(text)
+    except FileExistsError:
+        raise _Error(f"--write: {_shown_path(path)} exists; add --force to replace it") from None
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise _Error(f"--write: {_shown_path(path)}: cannot write: {reason}") from None
+
+
+def _suggestion_summary(suggestion: Suggestion, report: Report, path: str) -> str:
+    s = suggestion
+    lines = [
+        f"wrote        {_shown_path(path)}",
+        f"lines        {report.lines:>12,}",
+        f"unparseable  {report.unparseable:>12,}",
+        f"2xx/3xx      {s.served:>12,}  rejected now {s.rejected_served.requests:,}, "
+        f"admitted by the suggestion {s.admitted.requests:,}",
+        f"4xx/5xx      {s.failed:>12,}  admitted by the suggestion {s.failed_admitted:,}",
+    ]
+    settings = [c for c in s.changes if c.origin == "suggested"]
+    for change in settings:
+        where = "top level" if change.scope is None else f"[routes.{toml_string(change.scope)}]"
+        lines.append(
+            f"  {where}: {change.key} ({', '.join(change.rules)}) admits "
+            f"{change.admits.requests:,} requests, {change.against.requests:,} answered 4xx/5xx"
+        )
+    for stop in s.stopped:
+        lines.append(f"stopped      {stop.requests:>12,}  {stop.rule}: {stop.reason}")
+        lines += [f"    {_shorten(shown, _EXAMPLE_WIDTH)}" for shown in stop.examples]
+    for shown in s.still_rejected:
+        lines.append(f"still rejected (a bug; please report): {shown}")
+    return "\n".join(lines)
 
 
 def _policy_name(args: argparse.Namespace) -> str:
@@ -342,6 +445,7 @@ def _report_text(report: Report, policy: str) -> str:
         f"lines        {report.lines:>12,}",
         f"parsed       {parsed:>12,}",
         f"unparseable  {report.unparseable:>12,}",
+        *(f"    {_shorten(example, _EXAMPLE_WIDTH)}" for example in report.unparseable_examples),
         f"rejected     {report.rejected:>12,}  {_percent(report.rejected, parsed)}",
     ]
     if not report.rules:

@@ -77,3 +77,5 @@ app = Starlette(
     middleware=[Middleware(StrictURLMiddleware, routes={"/files/": {"encoded_slash": "keep"}})],
     exception_handlers={404: unrouted},
 )
+# A request for the mount point itself has the route path "": answer it, no redirect to '/'.
+app.router.redirect_slashes = False

@@ -24,6 +24,8 @@ METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT"
 STATUS = {"CONNECT": 405}
 
 app = Flask(__name__)
+# A request for the mount point itself has an empty PATH_INFO: answer it, no redirect to '/'.
+app.url_map.strict_slashes = False
 app.wsgi_app = StrictURLMiddleware(  # type: ignore[method-assign]
     app.wsgi_app, routes={"/files/": {"encoded_slash": "keep"}}
 )
