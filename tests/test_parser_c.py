@@ -319,3 +319,21 @@ def test_many_policies_in_turn(compiled: ModuleType, reference: ModuleType) -> N
         for policy in policies[round_:] + policies[:round_]:
             for raw in targets:
                 assert_same(compiled, reference, raw, policy)
+
+
+def test_results_are_built_directly(compiled: ModuleType) -> None:
+    """The compiled module writes Target's and InvalidTarget's slots itself
+    (a Python __init__ costs more than a parse) after checking, at import,
+    that doing so gives what their constructors give; if either class
+    changes, it falls back to the constructor, and this test says so."""
+    assert compiled._check_direct_construction() == (True, True)
+
+
+def test_never_hands_over_to_the_reference(compiled: ModuleType) -> None:
+    """Every input is judged in C: the module holds no reference to the
+    pure-Python parser to fall back on."""
+    names = vars(compiled)
+    assert "_parser_py" not in names
+    assert not any(
+        getattr(value, "__module__", None) == "urlguard._parser_py" for value in names.values()
+    )
