@@ -382,15 +382,25 @@ memset(_cache, 0, sizeof(_cache))
 cdef inline object _ascii(const unsigned char* d, Py_ssize_t n):
     """Text of n ASCII bytes: from the cache, or one allocation and a copy."""
     cdef unsigned int h
+    cdef unsigned long long first, last, word
     cdef Py_ssize_t i
     cdef PyObject* cached
     if n <= 1:
         return PyUnicode_DecodeLatin1(<const char*>d, n, NULL)  # CPython's cached "" and 1-char strings
     if n <= _CACHE_MAX_LENGTH:
-        h = 2166136261u  # FNV-1a over the n bytes (n <= 16: all inside d[:n])
-        for i in range(n):
-            h = (h ^ d[i]) * 16777619u
-        h = (h ^ (h >> 15)) & (_CACHE_SLOTS - 1)
+        # A hash of the n bytes: for 8 <= n <= 16 two 8-byte words that
+        # together cover d[:n] (they overlap when n < 16), else the bytes one
+        # by one; every read is inside d[:n].
+        if n >= 8:
+            memcpy(&first, d, 8)
+            memcpy(&last, d + n - 8, 8)
+            word = first * 0x9E3779B97F4A7C15u ^ last * 0xC2B2AE3D27D4EB4Fu ^ <unsigned long long>n
+        else:
+            word = <unsigned long long>n
+            for i in range(n):
+                word = (word << 8) | d[i]
+            word *= 0x9E3779B97F4A7C15u
+        h = <unsigned int>(word >> 40) & (_CACHE_SLOTS - 1)
         cached = _cache[h]
         if (cached != NULL and PyUnicode_GET_LENGTH(<object>cached) == n
                 and memcmp(PyUnicode_DATA(<object>cached), d, n) == 0):
