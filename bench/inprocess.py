@@ -73,26 +73,27 @@ GOALS = {
     ("flask", "plain"): Goal("in-process: Flask plain, guarded/bare", 1.02, at_most=True),
     ("flask", "encoded"): Goal("in-process: Flask encoded, guarded/bare", 1.02, at_most=True),
 }
-# Where the middlewares hold the parser they call.
-_PARSER_SITES = (
-    ("urlguard.asgi", "parse_split_target"),
-    ("urlguard.wsgi", "parse_target"),
-    ("urlguard._guard", "parse_target"),
-)
+
+
+_PARSERS = ("urlguard._parser", "urlguard._parser_c", "urlguard._parser_py")
 
 
 @contextmanager
 def reference_parser() -> Iterator[None]:
-    """Point the middlewares at the pure-Python reference parser for a while."""
-    import importlib
+    """Point urlguard's modules (the guard, the middlewares) at the pure-Python
+    reference parser for a while: every module global that holds the chosen
+    parser's parse_target or parse_split_target."""
+    from urlguard import _parser, _parser_py
 
-    from urlguard import _parser_py
-
+    chosen = {id(getattr(_parser, name)): name for name in ("parse_target", "parse_split_target")}
     saved = []
-    for module_name, name in _PARSER_SITES:
-        module = importlib.import_module(module_name)
-        saved.append((module, name, getattr(module, name)))
-        setattr(module, name, getattr(_parser_py, name))
+    for module_name, module in list(sys.modules.items()):
+        if module_name.startswith("urlguard.") and module_name not in _PARSERS:
+            for name, value in list(vars(module).items()):
+                function = chosen.get(id(value))
+                if function is not None:
+                    saved.append((module, name, value))
+                    setattr(module, name, getattr(_parser_py, function))
     try:
         yield
     finally:
