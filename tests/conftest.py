@@ -41,6 +41,7 @@ ON_BOTH = frozenset(
         "test_split_target",
         "test_differential",
         "test_fuzz_regressions",
+        "test_security_model",
         "test_guard",
         "test_asgi",
         "test_wsgi",
