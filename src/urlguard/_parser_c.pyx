@@ -408,8 +408,9 @@ cdef inline object _ascii(const unsigned char* d, Py_ssize_t n):
         text = PyUnicode_New(n, 127)
         memcpy(PyUnicode_DATA(text), d, n)
         Py_INCREF(text)
-        Py_XDECREF(cached)
+        cached = _cache[h]  # read again: the slot is replaced, then the old text released
         _cache[h] = <PyObject*>text
+        Py_XDECREF(cached)
         return text
     text = PyUnicode_New(n, 127)
     memcpy(PyUnicode_DATA(text), d, n)
