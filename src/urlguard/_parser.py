@@ -18,8 +18,6 @@ import os
 import sys
 from typing import Literal
 
-from ._parser_py import parse_split_target, parse_target
-
 __all__ = ["IMPLEMENTATION", "parse_split_target", "parse_target"]
 
 
@@ -31,12 +29,18 @@ def _no_extensions(environ: os._Environ[str] | dict[str, str] = os.environ) -> b
 
 
 #: The implementation this process uses, ``"compiled"`` or ``"python"``.
-IMPLEMENTATION: Literal["compiled", "python"] = "python"
+IMPLEMENTATION: Literal["compiled", "python"]
 
-if not _no_extensions() and sys.implementation.name == "cpython":
-    try:
-        from ._parser_c import parse_split_target, parse_target  # type: ignore[no-redef]
-    except ImportError:  # built without a C compiler: the reference it is
-        pass
-    else:
-        IMPLEMENTATION = "compiled"
+# The reference is imported last, in the handler, as markupsafe and yarl do:
+# static readers of the source (the API reference's generator) then document
+# the reference's functions, which carry the docstrings.
+try:
+    if _no_extensions() or sys.implementation.name != "cpython":
+        raise ImportError("the compiled parser is not wanted here")
+    from ._parser_c import parse_split_target, parse_target
+except ImportError:  # not wanted, or built without a C compiler: the reference
+    from ._parser_py import parse_split_target, parse_target  # type: ignore[no-redef]
+
+    IMPLEMENTATION = "python"
+else:
+    IMPLEMENTATION = "compiled"
