@@ -88,4 +88,8 @@ def _extensions() -> list[Extension]:
     )
 
 
-setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})
+# A sanitized build goes to a build directory of its own: setuptools decides
+# whether to compile again from timestamps alone, so a later normal build in
+# the same directory would otherwise reuse (and ship) the sanitized module.
+_options = {"build": {"build_base": "build/sanitize"}} if _flag("URLGUARD_SANITIZE") else {}
+setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt}, options=_options)
