@@ -5,7 +5,10 @@ policy pair there, ``urlguard.parse_target`` and the plain reference reading
 of docs/rules.md (``tests/reference_parser.py``) must agree on accept or
 reject, on the rule (and where it is), and on the decoded pieces. Slower than
 ``fuzz_parse_target.py`` (the reference is a loop over bytes), so inputs are
-capped at 512 bytes. Only ``urlguard`` is instrumented for coverage.
+capped at 512 bytes. ``urlguard`` and the reference reading are
+instrumented for coverage (the latter guides the search where
+``urlguard.parse_target`` is the compiled parser, which atheris cannot
+instrument).
 
     python fuzz/build_corpus.py /tmp/corpus
     python fuzz/fuzz_differential.py -max_total_time=120 -max_len=512 /tmp/corpus
@@ -20,8 +23,9 @@ import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-with atheris.instrument_imports(include=["urlguard"]):
-    import urlguard  # noqa: F401  (imported here so that it is instrumented)
+with atheris.instrument_imports(include=["urlguard", "reference_parser"]):
+    import reference_parser  # noqa: F401  (imported here so that it is instrumented)
+    import urlguard  # noqa: F401
 
 from test_differential import POLICIES, assert_agree
 

@@ -6,7 +6,9 @@ oracle is ``check_one`` from that file: only ``InvalidTarget`` may escape, its
 rule is a known code, its position lies inside the input and its message is
 printable ASCII; an accepted target's pieces are all ``str``, and the same
 input gives the same verdict twice. Only the ``urlguard`` package is
-instrumented for coverage.
+instrumented for coverage; where ``urlguard.parse_target`` is the compiled
+parser (which atheris cannot instrument), each input also goes through the
+pure-Python reference, whose branches (the rules) then guide the search.
 
 Run it (``tox -e fuzz`` does this, for a bounded time)::
 
@@ -19,6 +21,7 @@ add it to ``CORNER_CASES`` in ``tests/test_fuzz_regressions.py``.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -27,13 +30,23 @@ import atheris
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 with atheris.instrument_imports(include=["urlguard"]):
-    import urlguard  # noqa: F401  (imported here so that it is instrumented)
+    import urlguard  # imported here so that it is instrumented
+    import urlguard._parser_py  # the reference, which urlguard itself may not import
 
-from test_fuzz_regressions import check_one
+from test_fuzz_regressions import FUZZ_POLICIES, check_one
+from urlguard import InvalidTarget, _parser_py
+
+
+def check(data: bytes) -> None:
+    if urlguard.IMPLEMENTATION == "compiled":
+        for policy in FUZZ_POLICIES:  # coverage only: the reference's branches
+            with contextlib.suppress(InvalidTarget):
+                _parser_py.parse_target(data, policy)
+    check_one(data)
 
 
 def main() -> None:
-    atheris.Setup(sys.argv, check_one)
+    atheris.Setup(sys.argv, check)
     atheris.Fuzz()
 
 

@@ -337,3 +337,31 @@ def test_never_hands_over_to_the_reference(compiled: ModuleType) -> None:
     assert not any(
         getattr(value, "__module__", None) == "urlguard._parser_py" for value in names.values()
     )
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        P(b"/caf%C3%A9/a+b;c?q=a+b%2B&&r=%E4%B8%AD&s=&=t", id="escapes, '+', empty pairs"),
+        P(b"/" + b"%C3%A9" * 300 + b"?q=" + b"%E4%B8%AD" * 300, id="past the stack buffer"),
+        P(b"/a/b/", id="no query"),
+        P(b"/?", id="empty query"),
+    ],
+)
+@pytest.mark.parametrize("query_first", [P(False, id="segments first"), P(True, id="query first")])
+def test_pieces_made_when_first_read(
+    compiled: ModuleType, reference: ModuleType, raw: bytes, query_first: bool
+) -> None:
+    """An accepted origin-form target's pieces are made when first read, in
+    either order, once: the same objects come back on every later read."""
+    policy = Policy(max_length=10_000)
+    lazy, expected = compiled.parse_target(raw, policy), reference.parse_target(raw, policy)
+    assert isinstance(lazy, Target)
+    if query_first:
+        assert lazy.query == expected.query
+    assert lazy.segments == expected.segments
+    assert lazy.query == expected.query
+    assert lazy.segments is lazy.segments
+    assert lazy.query is lazy.query
+    assert lazy.params == expected.params
+    assert lazy == expected

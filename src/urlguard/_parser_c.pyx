@@ -9,6 +9,12 @@ order: one pass over the raw bytes for the rules about the whole target
 and per query pair. A piece without escapes is never copied: its text is
 made from the raw bytes.
 
+An accepted origin-form target outside ``path_params="split"`` is only
+checked: it comes back as a ``_LazyTarget`` (a ``Target`` whose segments and
+query are made in C when first read), so a request whose handler never reads
+them pays for the checks alone. Absolute-form and "split" targets are built
+whole, with their authority and matrix parameters.
+
 A violation is written into an ``Err`` struct and the walk returns; the
 ``InvalidTarget`` is raised once, at the entry (raising through several
 Cython frames costs about as much as parsing a plain target).
@@ -668,6 +674,7 @@ cdef struct Walk:
     const unsigned char* s
     Py_ssize_t n
     unsigned char* scratch
+    bint build  # make the texts (else only check: see _LazyTarget)
     Err err
 
 
@@ -693,7 +700,7 @@ cdef object _segment(Walk* w, _Tables t, Py_ssize_t a, Py_ssize_t b, Py_ssize_t 
         empty = True
     if t.reject_double and piece.percent:
         double = _has_escape_text(d, piece.length)
-    text = _text(d, piece.length, piece.high)
+    text = _text(d, piece.length, piece.high) if w.build else ""
     if t.split:
         pairs = []
         p0 = semi + 1
@@ -772,13 +779,13 @@ cdef object _query_piece(Walk* w, _Tables t, Py_ssize_t a, Py_ssize_t b, Py_ssiz
             if bad >= 0:
                 _fail(&w.err, R_FORBIDDEN, C_QUERY, index, a + bad)
                 return None
-        return _ascii(w.s + a, b - a)
+        return _ascii(w.s + a, b - a) if w.build else ""
     if _decode(w.s, a, b, t.plus, w.scratch, &piece, C_QUERY, index, &w.err) < 0:
         return None
     if _check_text(w.s, a, w.scratch, &piece, t.query_raw_clean, t.query_ascii,
                    t.query_iv, t.query_iv_n, C_QUERY, index, &w.err) < 0:
         return None
-    return _text(w.scratch, piece.length, piece.high)
+    return _text(w.scratch, piece.length, piece.high) if w.build else ""
 
 
 cdef object _authority(Walk* w, _Tables t, Py_ssize_t start, Py_ssize_t end):
@@ -860,6 +867,204 @@ cdef object _authority(Walk* w, _Tables t, Py_ssize_t start, Py_ssize_t end):
             _fail(&w.err, R_BAD_FORM, C_TARGET, -1, _raw_offset(s, start, k))
             return None
     return _text(d, piece.length, piece.high) + rest
+
+
+cdef int _check_pieces(Walk* w, _Tables t, Py_ssize_t path_start, Py_ssize_t path_end,
+                       bint path_special, Py_ssize_t question, Py_ssize_t pairs,
+                       bint query_plain) except -2:
+    """The segment and pair rules of an origin-form target, outside "split"
+    mode, making no text (w.build is off): 0, or -1 with w.err set. The same
+    walks as _walk's, s[a:b] with a <= b <= path_end, then <= n."""
+    cdef const unsigned char* s = w.s
+    cdef Py_ssize_t n = w.n, a, b, eq, index = 0
+    a = path_start + 1
+    while True:
+        b = a
+        while b < path_end and s[b] != 0x2F:
+            b += 1
+        if a == b:
+            if b < path_end and t.reject_empty:
+                return _fail(&w.err, R_EMPTY, C_PATH, index, a)
+        elif path_special:
+            if _segment(w, t, a, b, index, b == path_end, None) is None:
+                return -1
+        else:
+            if not t.path_raw_clean:
+                eq = _forbidden_at(s + a, b - a, t.path_ascii, t.path_iv, t.path_iv_n)
+                if eq >= 0:
+                    return _fail(&w.err, R_FORBIDDEN, C_PATH, index, a + eq)
+            if t.reject_dots and _is_dots(s + a, b - a):
+                return _fail(&w.err, R_DOT, C_PATH, index, a)
+        index += 1
+        if b == path_end:
+            break
+        a = b + 1
+    if not pairs or (query_plain and t.query_raw_clean):
+        return 0  # nothing in the query can break a rule
+    index = 0
+    a = question + 1
+    while index < pairs and a <= n:
+        b = a
+        while b < n and s[b] != 0x26:
+            b += 1
+        if b > a:
+            eq = a
+            while eq < b and s[eq] != 0x3D:
+                eq += 1
+            if _query_piece(w, t, a, eq, index, query_plain) is None:
+                return -1
+            if eq < b and _query_piece(w, t, eq + 1, b, index, query_plain) is None:
+                return -1
+            index += 1
+        a = b + 1
+    return 0
+
+
+# --- pieces made when first read ---------------------------------------------------
+
+class _LazyTarget(Target):
+    """A Target whose segments and query the compiled parser makes when they
+    are first read, in C (an accepted origin-form target, outside "split"
+    mode). Everything else is Target's."""
+
+    __slots__ = ()
+
+    @property
+    def segments(self):
+        return _lazy_segments(self)
+
+    @property
+    def query(self):
+        return _lazy_query(self)
+
+
+_LazyTarget.segments.__doc__ = Target.segments.__doc__
+_LazyTarget.query.__doc__ = Target.query.__doc__
+
+
+cdef object _new_lazy_target(bytes raw, bint plus):
+    if not _fast_target:
+        return _LazyTarget(raw, plus_as_space=plus)
+    obj = <object>PyType_GenericAlloc(<PyTypeObject*>_LazyTarget, 0)
+    Py_XDECREF(<PyObject*>obj)  # PyType_GenericAlloc gave a new reference; <object> took one more
+    _store(obj, _T_RAW, raw)
+    _store(obj, _T_SEGMENTS, None)
+    _store(obj, _T_QUERY, None)
+    _store(obj, _T_PARAMS, None)
+    _store(obj, _T_AUTHORITY, None)
+    _store(obj, _T_PLUS, True if plus else False)
+    return obj
+
+
+cdef inline PyObject** _slot(object obj, Py_ssize_t offset) noexcept:
+    return <PyObject**>((<char*><PyObject*>obj) + offset)
+
+
+cdef object _replace_slot(object obj, Py_ssize_t offset, object value):
+    cdef PyObject** slot = _slot(obj, offset)
+    cdef PyObject* old = slot[0]
+    Py_INCREF(value)
+    slot[0] = <PyObject*>value
+    Py_XDECREF(old)
+    return value
+
+
+cdef object _piece_text(const unsigned char* s, Py_ssize_t a, Py_ssize_t b, bint plus,
+                        unsigned char* scratch):
+    """The text of an accepted piece s[a:b] (its escapes and UTF-8 checked)."""
+    cdef Piece piece
+    cdef Err err
+    if memchr(s + a, 0x25, b - a) == NULL and not (plus and memchr(s + a, 0x2B, b - a) != NULL):
+        return _ascii(s + a, b - a)  # raw bytes allowed in a target are ASCII
+    _decode(s, a, b, plus, scratch, &piece, C_PATH, 0, &err)
+    return _text(scratch, piece.length, piece.high)
+
+
+cdef object _lazy_segments(object target):
+    value = <object>_slot(target, _T_SEGMENTS)[0]
+    if value is not None:
+        return value
+    cdef bytes raw = <bytes>_slot(target, _T_RAW)[0]
+    cdef const unsigned char* s = <const unsigned char*>PyBytes_AS_STRING(raw)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(raw), end, a, b, count = 0, index = 0
+    cdef const void* question = memchr(s, 0x3F, n)
+    cdef unsigned char stack[512]
+    cdef unsigned char* scratch = stack
+    end = <const unsigned char*>question - s if question != NULL else n
+    for a in range(end):  # '/' per segment; the path is s[0:end], s[0] == '/'
+        if s[a] == 0x2F:
+            count += 1
+    if end > 512:
+        scratch = <unsigned char*>PyMem_Malloc(end)
+        if scratch == NULL:
+            raise MemoryError()
+    try:
+        segments = PyTuple_New(count)
+        a = 1
+        while index < count:  # s[a:b], 1 <= a <= b <= end
+            b = a
+            while b < end and s[b] != 0x2F:
+                b += 1
+            text = _piece_text(s, a, b, False, scratch)
+            Py_INCREF(text)
+            PyTuple_SET_ITEM(segments, index, text)
+            index += 1
+            a = b + 1
+    finally:
+        if scratch != stack:
+            PyMem_Free(scratch)
+    return _replace_slot(target, _T_SEGMENTS, segments)
+
+
+cdef object _lazy_query(object target):
+    value = <object>_slot(target, _T_QUERY)[0]
+    if value is not None:
+        return value
+    cdef bytes raw = <bytes>_slot(target, _T_RAW)[0]
+    cdef bint plus = <object>_slot(target, _T_PLUS)[0] is True
+    cdef const unsigned char* s = <const unsigned char*>PyBytes_AS_STRING(raw)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(raw), start, a, b, eq, count = 0, index = 0
+    cdef const void* question = memchr(s, 0x3F, n)
+    cdef unsigned char stack[512]
+    cdef unsigned char* scratch = stack
+    if question == NULL:
+        return _replace_slot(target, _T_QUERY, ())
+    start = <const unsigned char*>question - s + 1
+    a = start
+    while a <= n:  # the non-empty '&' pieces s[a:b], b <= n
+        b = a
+        while b < n and s[b] != 0x26:
+            b += 1
+        if b > a:
+            count += 1
+        a = b + 1
+    if n - start > 512:
+        scratch = <unsigned char*>PyMem_Malloc(n - start)
+        if scratch == NULL:
+            raise MemoryError()
+    try:
+        query = PyTuple_New(count)
+        a = start
+        while index < count and a <= n:
+            b = a
+            while b < n and s[b] != 0x26:
+                b += 1
+            if b > a:
+                eq = a
+                while eq < b and s[eq] != 0x3D:
+                    eq += 1
+                name = _piece_text(s, a, eq, plus, scratch)
+                value = _piece_text(s, eq + 1, b, plus, scratch) if eq < b else ""
+                pair = (name, value)
+                Py_INCREF(pair)
+                PyTuple_SET_ITEM(query, index, pair)
+                index += 1
+            a = b + 1
+    finally:
+        if scratch != stack:
+            PyMem_Free(scratch)
+    return _replace_slot(target, _T_QUERY, query)
+
 
 
 cdef object _walk(Walk* w, _Tables t, bytes raw):
@@ -954,6 +1159,16 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
         return _reject(&w.err, R_TOO_MANY, C_PATH, t.max_segments, too_many_path)
     if pairs > t.max_params:
         return _reject(&w.err, R_TOO_MANY, C_QUERY, t.max_params, too_many_query)
+
+    # An origin-form target outside "split" mode is only checked here: its
+    # pieces are made when first read (_LazyTarget), so a handler that never
+    # reads them never pays for them.
+    w.build = t.split or authority is not None
+    if not w.build:
+        if _check_pieces(w, t, path_start, path_end, path_special, question, pairs,
+                         query_plain) < 0:
+            return None
+        return _new_lazy_target(raw, t.plus)
 
     # Segment by segment: s[a:b], a <= b <= path_end.
     segments = PyTuple_New(slashes)
