@@ -76,6 +76,25 @@ GOALS = {
 
 
 _PARSERS = ("urlguard._parser", "urlguard._parser_c", "urlguard._parser_py")
+# (module, name, function name) of every binding to the chosen parser, found
+# once: walking sys.modules per batch would be counted in the instruction
+# part's phases.
+_SITES: list[tuple[Any, str, str]] = []
+
+
+def _parser_sites() -> list[tuple[Any, str, str]]:
+    if not _SITES:
+        from urlguard import _parser
+
+        names = ("parse_target", "parse_split_target")
+        chosen = {id(getattr(_parser, name)): name for name in names}
+        for module_name, module in list(sys.modules.items()):
+            if module_name.startswith("urlguard.") and module_name not in _PARSERS:
+                for name, value in list(vars(module).items()):
+                    function = chosen.get(id(value))
+                    if function is not None:
+                        _SITES.append((module, name, function))
+    return _SITES
 
 
 @contextmanager
@@ -83,17 +102,12 @@ def reference_parser() -> Iterator[None]:
     """Point urlguard's modules (the guard, the middlewares) at the pure-Python
     reference parser for a while: every module global that holds the chosen
     parser's parse_target or parse_split_target."""
-    from urlguard import _parser, _parser_py
+    from urlguard import _parser_py
 
-    chosen = {id(getattr(_parser, name)): name for name in ("parse_target", "parse_split_target")}
     saved = []
-    for module_name, module in list(sys.modules.items()):
-        if module_name.startswith("urlguard.") and module_name not in _PARSERS:
-            for name, value in list(vars(module).items()):
-                function = chosen.get(id(value))
-                if function is not None:
-                    saved.append((module, name, value))
-                    setattr(module, name, getattr(_parser_py, function))
+    for module, name, function in _parser_sites():
+        saved.append((module, name, getattr(module, name)))
+        setattr(module, name, getattr(_parser_py, function))
     try:
         yield
     finally:
