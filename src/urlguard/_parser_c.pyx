@@ -922,24 +922,29 @@ cdef int _check_pieces(Walk* w, _Tables t, Py_ssize_t path_start, Py_ssize_t pat
 
 # --- pieces made when first read ---------------------------------------------------
 
+cdef class _Pieces:
+    """A read-only attribute of _LazyTarget that makes its value on first
+    read: a descriptor whose __get__ is C (a property would call a function)."""
+
+    cdef bint query
+
+    def __cinit__(self, bint query):
+        self.query = query
+
+    def __get__(self, target, owner):
+        if target is None:
+            return self
+        return _lazy_query(target) if self.query else _lazy_segments(target)
+
+
 class _LazyTarget(Target):
     """A Target whose segments and query the compiled parser makes when they
     are first read, in C (an accepted origin-form target, outside "split"
     mode). Everything else is Target's."""
 
     __slots__ = ()
-
-    @property
-    def segments(self):
-        return _lazy_segments(self)
-
-    @property
-    def query(self):
-        return _lazy_query(self)
-
-
-_LazyTarget.segments.__doc__ = Target.segments.__doc__
-_LazyTarget.query.__doc__ = Target.query.__doc__
+    segments = _Pieces(False)
+    query = _Pieces(True)
 
 
 cdef object _new_lazy_target(bytes raw, bint plus):
