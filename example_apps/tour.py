@@ -271,9 +271,13 @@ def gunicorn_has_control_socket() -> bool:
     return any(setting.name == "control_socket_disable" for setting in KNOWN_SETTINGS)
 
 
-def urlguard_log(server: Server) -> list[str]:
-    """urlguard's own log lines (already escaped by urlguard) in the server's output."""
-    return [line for line in server.output().splitlines() if line.startswith("urlguard: ")]
+def urlguard_log(output: str) -> list[str]:
+    """urlguard's own log lines (already escaped by urlguard) in a server's
+    output. Without logging configured, Python prints the message alone; with
+    the default format it follows "WARNING:urlguard:"."""
+    starts = ("rejected request target:", "reported (report-only, passed on) request target:")
+    lines = (line.removeprefix("WARNING:urlguard:") for line in output.splitlines())
+    return [line for line in lines if line.startswith(starts)]
 
 
 def main() -> int:
@@ -313,7 +317,7 @@ def main() -> int:
             "'#fragment')."
         )
         for s, server in zip(chosen, servers, strict=True):
-            lines = urlguard_log(server)
+            lines = urlguard_log(server.output())
             print(f"\n{s.server} logged {len(lines)} lines from urlguard, the first:")
             if lines:
                 print(f"  {lines[0][:300]}")

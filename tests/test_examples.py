@@ -352,6 +352,25 @@ def test_tour_sends_every_article_example() -> None:
     assert len(tour.HOSTILE) >= 12
 
 
+def test_tour_finds_the_guards_log_lines(caplog: pytest.LogCaptureFixture) -> None:
+    """The lines the tour shows are the ones the guard really logs, plain (no
+    logging configured) or after the default format's prefix."""
+    from urlguard.wsgi import StrictURLMiddleware
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        start_response("200 OK", [])
+        return [b""]
+
+    guarded = StrictURLMiddleware(app)
+    environ = {"REQUEST_METHOD": "GET", "RAW_URI": "/a%C4", "PATH_INFO": "/a\ufffd"}
+    with caplog.at_level("WARNING", logger="urlguard"):
+        guarded(environ, lambda status, headers: None)
+    [message] = [record.getMessage() for record in caplog.records]
+    output = "\n".join(["server started", message, "WARNING:urlguard:" + message, "GET /x 200"])
+    assert tour.urlguard_log(output) == [message, message]
+    assert message.startswith("rejected request target: rule=invalid-utf8")
+
+
 def test_tour_table_fits_its_columns() -> None:
     cells = [["label", "x" * 100], ["200 ['echo', '起司堡']"], ["400 invalid-utf8", "(path)"]]
     lines = list(tour.table_lines(cells))
