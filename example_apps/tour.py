@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Final
 
 from article_examples import EXAMPLES
-from rawhttp import Response, Server, ServerFailed, free_port, request, running
+from rawhttp import Response, ServerFailed, free_port, request, running
 from urlguard import InvalidTarget, Policy, parse_target
 
 HERE: Final = Path(__file__).resolve().parent

@@ -361,10 +361,13 @@ def test_tour_finds_the_guards_log_lines(caplog: pytest.LogCaptureFixture) -> No
         start_response("200 OK", [])
         return [b""]
 
+    def start_response(status: str, headers: list[tuple[str, str]], *_: Any) -> Any:
+        return None
+
     guarded = StrictURLMiddleware(app)
     environ = {"REQUEST_METHOD": "GET", "RAW_URI": "/a%C4", "PATH_INFO": "/a\ufffd"}
     with caplog.at_level("WARNING", logger="urlguard"):
-        guarded(environ, lambda status, headers: None)
+        guarded(environ, start_response)
     [message] = [record.getMessage() for record in caplog.records]
     output = "\n".join(["server started", message, "WARNING:urlguard:" + message, "GET /x 200"])
     assert tour.urlguard_log(output) == [message, message]
