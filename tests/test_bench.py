@@ -209,8 +209,8 @@ def test_instructions_counts() -> None:
     naive_ir = float(naive.group(1).replace(",", ""))
     strict_ir = float(strict.group(1).replace(",", ""))
     # Instruction counts, unlike times, hold on a shared machine: on plain
-    # targets urlguard's fast route does less work than unquote + split +
-    # parse_qsl (seen: 16,082 against 29,173 Ir per target, 0.55x).
+    # targets the parser urlguard runs does less work than unquote + split +
+    # parse_qsl (bench/RESULTS.md has the counts).
     assert 1_000 < strict_ir < naive_ir, out
     layers = {}
     for layer in ("bare", "noop", "stored", "guarded"):
