@@ -60,13 +60,19 @@ def source(revision: str, into: Path) -> Path:
     return into / "src"
 
 
-def load(name: str, src: Path) -> ModuleType:
-    """``src/urlguard`` imported as the package ``name`` (its imports are relative)."""
+def load(name: str, src: Path, shared: Sequence[str] = ()) -> ModuleType:
+    """``src/urlguard`` imported as the package ``name`` (its imports are relative).
+
+    Each module named in ``shared`` (``"_parser"``) is not loaded from ``src``:
+    the package gets this process's ``urlguard`` module of that name instead,
+    so that two versions of the rest run on the very same objects."""
     spec = importlib.util.spec_from_file_location(
         name, src / "urlguard" / "__init__.py", submodule_search_locations=[str(src / "urlguard")]
     )
     if spec is None or spec.loader is None:
         raise SystemExit(f"bench.ab: no urlguard package under {src}")
+    for module_name in shared:
+        sys.modules[f"{name}.{module_name}"] = importlib.import_module(f"urlguard.{module_name}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)

@@ -280,19 +280,28 @@ def _app(layer: str) -> str:
 
 
 class Bench:
-    """One framework's layers and how to run a batch of each."""
+    """One framework's layers and how to run a batch of each.
 
-    def __init__(self, framework: str, loop: asyncio.AbstractEventLoop) -> None:
+    ``apps`` maps each layer's name to its app, for other sets of layers than
+    :data:`LAYERS` (``bench.adapters``): a name starting with ``guarded`` is
+    a guard, so it must store a target and refuse the hostile one."""
+
+    def __init__(
+        self, framework: str, loop: asyncio.AbstractEventLoop, apps: dict[str, Any] | None = None
+    ) -> None:
         self.framework = framework
         self.loop = loop
+        if apps is None:
+            if framework == "starlette":
+                from .apps import starlette_hello as module
+            else:
+                from .apps import flask_hello as module  # type: ignore[no-redef]
+            apps = {layer: getattr(module, _app(layer)) for layer in LAYERS}
+        self.layers = tuple(apps)
         if framework == "starlette":
-            from .apps import starlette_hello as asgi_apps
-
-            self.asgi = {layer: getattr(asgi_apps, _app(layer)) for layer in LAYERS}
+            self.asgi: dict[str, ASGIApp] = apps
         else:
-            from .apps import flask_hello as wsgi_apps
-
-            self.wsgi = {layer: getattr(wsgi_apps, _app(layer)) for layer in LAYERS}
+            self.wsgi: dict[str, WSGIApplication] = apps
 
     def once(self, layer: str, target: bytes) -> tuple[int, bytes, MutableMapping[str, Any]]:
         """One request, with its status, body and the scope/environ after it."""
@@ -324,16 +333,55 @@ class Bench:
             self._verify()
 
     def _verify(self) -> None:
-        for layer in LAYERS:
+        for layer in self.layers:
+            guard = layer.startswith("guarded")
             for name, target in TARGETS.items():
                 status, body, scope = self.once(layer, target)
                 if status != 200 or body != HELLO:
                     raise RuntimeError(f"{self.framework} {layer} {name}: {status} {body[:60]!r}")
-                if (layer in ("stored", "guarded", "guarded-py")) != ("urlguard.target" in scope):
+                if (guard or layer == "stored") != ("urlguard.target" in scope):
                     raise RuntimeError(f"{self.framework} {layer}: urlguard.target not as expected")
             status, _, _ = self.once(layer, HOSTILE)
-            if (status == 400) != (layer in ("guarded", "guarded-py")):
+            if (status == 400) != guard:
                 raise RuntimeError(f"{self.framework} {layer}: hostile target got {status}")
+
+
+Samples = dict[tuple[str, str, str], list[float]]
+
+
+def batch_sizes(benches: dict[str, Bench], batch_ms: float) -> dict[tuple[str, str], int]:
+    """Check every bench, then size its batches: requests per ``batch_ms`` of
+    the bare app, per (framework, target)."""
+    sizes: dict[tuple[str, str], int] = {}
+    for name, bench in benches.items():
+        bench.verify()
+        for tname, target in TARGETS.items():
+            with quiet_gc():
+                bench.batch("bare", target, 50)  # warm up
+                # The quickest of a few tries: a preempted try would make batches too short.
+                per_request = min(bench.batch("bare", target, 100) for _ in range(5)) / 100
+            sizes[name, tname] = max(5, round(batch_ms * 1e6 / per_request))
+    return sizes
+
+
+def interleave(
+    benches: dict[str, Bench], sizes: dict[tuple[str, str], int], rounds: int
+) -> Samples:
+    """µs per request of every layer, per round: (framework, target, layer) ->
+    one value per round, the layers back to back in each round, rotated."""
+    samples: Samples = {}
+    for round_no in range(rounds + 1):  # round 0 warms up and is dropped
+        with quiet_gc():
+            for name, bench in benches.items():
+                for tname, target in TARGETS.items():
+                    n = sizes[name, tname]
+                    for layer in rotated(bench.layers, round_no):
+                        elapsed = bench.batch(layer, target, n)
+                        if round_no:
+                            samples.setdefault((name, tname, layer), []).append(elapsed / n / 1000)
+        print(f"  in-process round {round_no}/{rounds}", file=sys.stderr, end="\r", flush=True)
+    print(file=sys.stderr)
+    return samples
 
 
 def run(rounds: int, batch_ms: float, out: Callable[[str], None] = print) -> list[Check]:
@@ -349,28 +397,8 @@ def _run(
     loop: asyncio.AbstractEventLoop, rounds: int, batch_ms: float, out: Callable[[str], None]
 ) -> list[Check]:
     benches = {name: Bench(name, loop) for name in ("starlette", "flask")}
-    sizes: dict[tuple[str, str], int] = {}
-    for name, bench in benches.items():
-        bench.verify()
-        for tname, target in TARGETS.items():
-            with quiet_gc():
-                bench.batch("bare", target, 50)  # warm up
-                # The quickest of a few tries: a preempted try would make batches too short.
-                per_request = min(bench.batch("bare", target, 100) for _ in range(5)) / 100
-            sizes[name, tname] = max(5, round(batch_ms * 1e6 / per_request))
-
-    samples: dict[tuple[str, str, str], list[float]] = {}
-    for round_no in range(rounds + 1):  # round 0 warms up and is dropped
-        with quiet_gc():
-            for name, bench in benches.items():
-                for tname, target in TARGETS.items():
-                    n = sizes[name, tname]
-                    for layer in rotated(LAYERS, round_no):
-                        elapsed = bench.batch(layer, target, n)
-                        if round_no:
-                            samples.setdefault((name, tname, layer), []).append(elapsed / n / 1000)
-        print(f"  in-process round {round_no}/{rounds}", file=sys.stderr, end="\r", flush=True)
-    print(file=sys.stderr)
+    sizes = batch_sizes(benches, batch_ms)
+    samples = interleave(benches, sizes, rounds)
 
     rows: list[list[str]] = []
     checks: list[Check] = []

@@ -117,12 +117,16 @@ def _worker(args: Sequence[str]) -> None:
                 _phase()
                 bench.batch(layer, TARGETS[tname], requests)
         loop.close()
+    elif kind == "adapters":
+        from .adapters import worker
+
+        worker(args[1:], _phase)
     else:
         raise SystemExit(f"unknown worker kind {kind!r}")
     _phase()  # closes the last measured phase
 
 
-def _phases(args: Sequence[str], expected: int, simulate: bool = False) -> list[dict[str, int]]:
+def phases(args: Sequence[str], expected: int, simulate: bool = False) -> list[dict[str, int]]:
     """Run a worker under callgrind; the events of each measured phase, in
     order: ``Ir``, and with ``simulate`` the cache and branch events too."""
     with tempfile.TemporaryDirectory(prefix="urlguard-callgrind-") as tmp:
@@ -188,7 +192,7 @@ def run(quick: bool, out: Callable[[str], None] = print) -> None:
     per_target: dict[tuple[str, str], float] = {}
     for name in names:
         print(f"  instructions: {name}  ", file=sys.stderr, end="\r", flush=True)
-        counts = _phases(["micro", name, str(passes), *subsets], len(subsets))
+        counts = phases(["micro", name, str(passes), *subsets], len(subsets))
         for subset, count in zip(subsets, counts, strict=True):
             per_target[name, subset] = count["Ir"] / (passes * sizes[subset])
     rows = [
@@ -209,8 +213,8 @@ def run(quick: bool, out: Callable[[str], None] = print) -> None:
     rows = []
     for framework in frameworks:
         print(f"  instructions: {framework}  ", file=sys.stderr, end="\r", flush=True)
-        phases = len(LAYERS) * len(targets)
-        counts = _phases(["inprocess", framework, str(requests), *targets], phases, simulate=True)
+        expected = len(LAYERS) * len(targets)
+        counts = phases(["inprocess", framework, str(requests), *targets], expected, simulate=True)
         for i, tname in enumerate(targets):
             per_layer = dict(
                 zip(LAYERS, counts[len(LAYERS) * i : len(LAYERS) * (i + 1)], strict=True)

@@ -131,7 +131,7 @@ def _busy_warning() -> str | None:
     )
 
 
-def header(argv: Sequence[str]) -> str:
+def header(argv: Sequence[str], program: str = "python -m bench") -> str:
     """Machine, versions, date and command, as the first lines of a run."""
     commit = _command(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]) or "-"
     dirty = _command(["git", "-C", str(ROOT), "status", "--porcelain", "--", "src"])
@@ -141,7 +141,7 @@ def header(argv: Sequence[str]) -> str:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return "\n".join([
         f"date     {now}",
-        f"command  python -m bench {' '.join(argv)}".rstrip(),
+        f"command  {program} {' '.join(argv)}".rstrip(),
         f"machine  {_cpu_model()}, {os.cpu_count()} cores, {platform.platform(terse=True)}",
         f"python   {platform.python_implementation()} {platform.python_version()}",
         f"packages {versions}",

@@ -313,3 +313,76 @@ def test_ab_refuses_an_unknown_revision() -> None:
     done = run_ab("no-such-revision", "WORKTREE", "--rounds", "1")
     assert done.returncode == 1
     assert "cannot read 'no-such-revision'" in done.stderr
+
+
+def run_adapters(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bench.adapters", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env=env,
+    )
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="bench.adapters reads revisions with git")
+def test_adapters_time_a_revision_against_the_worktree() -> None:
+    done = run_adapters("HEAD", "--rounds", "2", "--part", "time")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert re.search(r"^command  python -m bench.adapters HEAD --rounds 2", out, re.MULTILINE)
+    # Both versions on this process's parser, not on one each.
+    assert re.search(r"^parser   the (compiled|python) one, for A and B alike", out, re.MULTILINE)
+    for app in ("starlette", "flask"):
+        for target in ("plain", "encoded"):
+            for layer in ("bare", "guarded@HEAD", "guarded@WORKTREE"):
+                assert row(out, app, target, layer) is not None, (app, target, layer, out)
+            assert row(out, app, target) is not None, (app, target, out)  # B against A
+    assert "B = guarded@WORKTREE against A = guarded@HEAD" in out
+    assert "Instructions" not in out
+    assert "rejected request target" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["no-such-revision"], "cannot read 'no-such-revision'", id="unknown revision"),
+        pytest.param(["HEAD", "HEAD"], "A and B are both 'HEAD'", id="the same twice"),
+    ],
+)
+def test_adapters_refuse_what_they_cannot_compare(args: list[str], message: str) -> None:
+    done = run_adapters(*args, "--rounds", "1", "--part", "time")
+    assert done.returncode == 1
+    assert message in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="bench.adapters reads revisions with git")
+def test_adapters_without_valgrind_say_how_to_get_it(tmp_path: Path) -> None:
+    env = without_tool("valgrind")
+    git = shutil.which("git")
+    assert git is not None
+    (tmp_path / "git").symlink_to(git)  # git still found, valgrind not
+    env["PATH"] += os.pathsep + str(tmp_path)
+    done = run_adapters("HEAD", "--part", "instructions", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "skipped: valgrind is not installed" in done.stdout
+    assert "apt-get install -y valgrind" in done.stdout
+
+
+@pytest.mark.timing
+def test_adapters_instruction_counts() -> None:
+    require_tool("valgrind")
+    done = run_adapters("HEAD", "--part", "instructions", "--requests", "5")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for app in ("starlette", "flask"):
+        for target in ("plain", "encoded"):
+            counts = {}
+            for layer in ("bare", "guarded@HEAD", "guarded@WORKTREE"):
+                found = row(out, app, target, layer)
+                assert found is not None, (app, target, layer, out)
+                counts[layer] = float(found.group(1).replace(",", ""))
+            # Each guard does more than the bare app (it parses, at least).
+            assert counts["bare"] < min(counts["guarded@HEAD"], counts["guarded@WORKTREE"]), out

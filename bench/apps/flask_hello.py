@@ -54,8 +54,9 @@ class StoredMiddleware:
         return self.app(environ, start_response)
 
 
-def make_app(layer: str) -> Flask:
-    """The app with ``layer`` in front: ``"bare"``, ``"noop"``, ``"stored"`` or ``"guarded"``."""
+def make_app(layer: str, guard: type[StrictURLMiddleware] = StrictURLMiddleware) -> Flask:
+    """The app with ``layer`` in front: ``"bare"``, ``"noop"``, ``"stored"`` or
+    ``"guarded"`` (by ``guard``: another version's middleware, for bench.adapters)."""
     app = Flask(f"hello_{layer}")
 
     @app.get("/api/v1/users/<int:user_id>/orders")
@@ -71,7 +72,7 @@ def make_app(layer: str) -> Flask:
     elif layer == "stored":
         app.wsgi_app = StoredMiddleware(app.wsgi_app)  # type: ignore[method-assign]
     elif layer == "guarded":
-        app.wsgi_app = StrictURLMiddleware(app.wsgi_app)  # type: ignore[method-assign]
+        app.wsgi_app = guard(app.wsgi_app)  # type: ignore[method-assign]
     elif layer != "bare":
         raise ValueError(f"layer must be bare, noop, stored or guarded, not {layer!r}")
     return app

@@ -68,13 +68,14 @@ class StoredMiddleware:
         await self.app(scope, receive, send)
 
 
-def make_app(layer: str) -> Starlette:
-    """The app with ``layer`` in front: ``"bare"``, ``"noop"``, ``"stored"`` or ``"guarded"``."""
+def make_app(layer: str, guard: type[StrictURLMiddleware] = StrictURLMiddleware) -> Starlette:
+    """The app with ``layer`` in front: ``"bare"``, ``"noop"``, ``"stored"`` or
+    ``"guarded"`` (by ``guard``: another version's middleware, for bench.adapters)."""
     middleware = {
         "bare": [],
         "noop": [Middleware(NoopMiddleware)],
         "stored": [Middleware(StoredMiddleware)],
-        "guarded": [Middleware(StrictURLMiddleware)],
+        "guarded": [Middleware(guard)],
     }[layer]
     routes = [
         Route("/api/v1/users/{user_id:int}/orders", orders),
