@@ -27,10 +27,10 @@ NUMBER = r"[0-9][0-9,]*(?:\.[0-9]+)?"
 
 
 def run_bench(
-    *args: str, timeout: float = 300, env: dict[str, str] | None = None
+    *args: str, timeout: float = 300, env: dict[str, str] | None = None, module: str = "bench"
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bench", *args],
+        [sys.executable, "-m", module, *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -189,8 +189,22 @@ def test_profile_prints_ladder_and_breakdowns() -> None:
         assert row(out, rule) is not None, (rule, out)
 
 
-def test_instructions_without_valgrind_say_how_to_get_it() -> None:
-    done = run_bench("--quick", "--part", "instructions", env=without_tool("valgrind"))
+@pytest.mark.parametrize(
+    ("module", "args"),
+    [
+        pytest.param("bench", ["--quick"], id="bench"),
+        pytest.param("bench.adapters", ["HEAD"], id="bench.adapters"),
+    ],
+)
+def test_instructions_without_valgrind_say_how_to_get_it(
+    module: str, args: list[str], tmp_path: Path
+) -> None:
+    env = without_tool("valgrind")
+    git = shutil.which("git")
+    if git is not None:  # bench.adapters reads a revision with git
+        (tmp_path / "git").symlink_to(git)
+        env["PATH"] += os.pathsep + str(tmp_path)
+    done = run_bench(*args, "--part", "instructions", env=env, module=module)
     assert done.returncode == 0, done.stderr
     assert "skipped: valgrind is not installed" in done.stdout
     assert "apt-get install -y valgrind" in done.stdout
@@ -315,16 +329,8 @@ def test_ab_refuses_an_unknown_revision() -> None:
     assert "cannot read 'no-such-revision'" in done.stderr
 
 
-def run_adapters(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bench.adapters", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env=env,
-    )
+def run_adapters(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_bench(*args, module="bench.adapters")
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="bench.adapters reads revisions with git")
@@ -356,19 +362,6 @@ def test_adapters_refuse_what_they_cannot_compare(args: list[str], message: str)
     done = run_adapters(*args, "--rounds", "1", "--part", "time")
     assert done.returncode == 1
     assert message in done.stderr
-
-
-@pytest.mark.skipif(shutil.which("git") is None, reason="bench.adapters reads revisions with git")
-def test_adapters_without_valgrind_say_how_to_get_it(tmp_path: Path) -> None:
-    env = without_tool("valgrind")
-    git = shutil.which("git")
-    assert git is not None
-    (tmp_path / "git").symlink_to(git)  # git still found, valgrind not
-    env["PATH"] += os.pathsep + str(tmp_path)
-    done = run_adapters("HEAD", "--part", "instructions", env=env)
-    assert done.returncode == 0, done.stderr
-    assert "skipped: valgrind is not installed" in done.stdout
-    assert "apt-get install -y valgrind" in done.stdout
 
 
 @pytest.mark.timing
