@@ -59,8 +59,19 @@ def decide(
     query: bytes | None = None,
     mount: bytes | None = None,
     carrier: Carrier | None = None,
-) -> Target | Answer | App | None:
+) -> Answer | App | None:
     return guard.decide(raw, query, mount, {} if carrier is None else carrier)
+
+
+def accepted(
+    guard: Guard[Carrier, App], raw: bytes, query: bytes | None, mount: bytes | None
+) -> Target:
+    """The Target ``decide`` stored: the request went on with it."""
+    carrier: Carrier = {}
+    assert decide(guard, raw, query, mount, carrier) is None
+    target = carrier["urlguard.target"]
+    assert isinstance(target, Target)
+    return target
 
 
 # --- the options, declared once for both middlewares ----------------------------------------
@@ -117,15 +128,79 @@ def test_decide(
     raw: bytes, query: bytes | None, mount: bytes | None, expected: tuple[str, ...] | int
 ) -> None:
     guard, reader = make()
-    decision = decide(guard, raw, query, mount)
+    carrier: Carrier = {}
+    decision = decide(guard, raw, query, mount, carrier)
     if isinstance(expected, tuple):
-        assert isinstance(decision, Target)
-        assert decision.segments == expected
+        assert decision is None  # the application is called, with the Target
+        assert carrier["urlguard.target"].segments == expected
         assert reader.calls == 0  # a request that passes is read no further
     else:
         assert isinstance(decision, Answer)
         assert decision.status == expected
+        assert "urlguard.target" not in carrier
         assert reader.calls == 1
+
+
+def _app(*args: Any) -> None:
+    return None
+
+
+# What decide returns, and what it leaves in the carrier, which held a
+# stale target (as behind a lenient guard) and a key of the server's: None
+# means "call the application", with whatever the carrier now holds;
+# anything else answers instead. "new": a Target stored; "stale": left as
+# it was (the guard judged nothing); None: taken off, with the violation stored.
+OUTCOMES = [
+    # raw target, request, options -> returned, urlguard.target
+    P(b"/a?q=1", Request("GET"), {}, None, "new", id="accepted"),
+    P(b"*", Request("OPTIONS"), {}, None, "stale", id="OPTIONS *: untouched"),
+    P(b"/a%2F", Request("GET"), {"mode": "report"}, None, None, id="report-only"),
+    P(b"/a%2F", Request("GET"), {}, Answer, None, id="rejected"),
+    P(
+        b"/a%2F", Request("GET"), {"on_reject": lambda exc, carrier: _app}, _app, None,
+        id="rejected, on_reject's app",
+    ),
+    P(
+        b"/a%2F", Request("GET"), {"on_reject": lambda exc, carrier: None}, Answer, None,
+        id="rejected, on_reject declines",
+    ),
+    P(None, Request("GET", path=b"/a"), {}, Answer, "stale", id="no raw target: 501"),
+    P(
+        None, Request("GET", path=b"/a"), {"missing_raw_target": "validate-decoded"}, None,
+        "new", id="no raw target, decoded path accepted",
+    ),
+    P(
+        None, Request("GET", path=b"/a%2F"), {"missing_raw_target": "validate-decoded"},
+        Answer, None, id="no raw target, decoded path rejected",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("raw", "request_", "options", "returned", "target"), OUTCOMES)
+def test_what_the_carrier_holds_after_the_decision(
+    raw: bytes | None,
+    request_: Request,
+    options: dict[str, Any],
+    returned: object,
+    target: str | None,
+) -> None:
+    guard, _ = make(request_, **options)
+    carrier: Carrier = {"urlguard.target": "stale", "server's own": 1}
+    decision = decide(guard, raw, None, None, carrier)
+    if returned is Answer:
+        assert isinstance(decision, Answer)
+    else:
+        assert decision is returned
+    assert carrier["server's own"] == 1
+    if target is None:
+        assert "urlguard.target" not in carrier
+        assert isinstance(carrier["urlguard.violation"], InvalidTarget)
+    else:
+        assert "urlguard.violation" not in carrier
+        if target == "stale":
+            assert carrier["urlguard.target"] == "stale"
+        else:
+            assert isinstance(carrier["urlguard.target"], Target)
 
 
 @pytest.mark.parametrize(
@@ -143,9 +218,8 @@ def test_mount_point_itself_is_its_slash(
 ) -> None:
     guard, _ = make()
     path, question, rest = raw.partition(b"?")
-    bare = decide(guard, raw, query, mount)
-    slash = decide(guard, path + b"/" + question + rest, query, mount)
-    assert isinstance(bare, Target)
+    bare = accepted(guard, raw, query, mount)
+    slash = accepted(guard, path + b"/" + question + rest, query, mount)
     assert bare == slash
     assert (bare.raw, bare.segments) == (relative, ("",))
 
@@ -258,14 +332,16 @@ def test_without_raw_target(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     guard, _ = make(request_, missing_raw_target=missing_raw_target)
+    carrier: Carrier = {}
     with caplog.at_level(logging.WARNING, logger="urlguard"):
-        decision = decide(guard, None, b"", b"/mnt")
+        decision = decide(guard, None, b"", b"/mnt", carrier)
     if expected is None:
         assert decision is None
+        assert carrier == {}
         assert caplog.records == []
     elif isinstance(expected, tuple):
-        assert isinstance(decision, Target)
-        assert decision.segments == expected
+        assert decision is None
+        assert carrier["urlguard.target"].segments == expected
     else:
         assert isinstance(decision, Answer)
         assert decision.status == expected

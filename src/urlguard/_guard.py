@@ -4,12 +4,15 @@ An adapter (``urlguard.asgi``, ``urlguard.wsgi``) reads the raw target, the
 query and the mount point from its carrier (the ASGI scope, the WSGI environ)
 and asks :meth:`Guard.decide`, which answers one of:
 
-- a :class:`~urlguard.Target`: store it at ``"urlguard.target"`` and call the
-  application;
-- ``None``: call the application as it is (``OPTIONS *``, report-only mode;
-  a violation is then at ``"urlguard.violation"``);
+- ``None``: call the application, with the carrier as the guard left it: a
+  :class:`~urlguard.Target` stored at ``"urlguard.target"`` (the common
+  case), a violation at ``"urlguard.violation"`` (report-only mode), or
+  nothing (``OPTIONS *``);
 - an :class:`Answer`: send this status, these headers and this body;
 - the application ``on_reject`` returned: run it instead.
+
+The common case is one test for the adapter (``decision is None``), and the
+guard stores the target itself: on every request, no ``isinstance`` chain.
 
 Everything else happens here, once for both: the options, checked at
 construction (``TypeError``/``ValueError`` naming the keyword); the mount
@@ -22,8 +25,9 @@ A request that passes costs the adapter three lookups: what else the guard
 needs (the method, ``Accept``, the client, whether it is a websocket
 handshake) is read, through the adapter's ``read`` function, only for a
 request that does not simply pass. The guard writes nothing to the carrier
-but its own ``"urlguard.violation"`` key (before the hooks run, so that they
-find it there), and takes off a stale ``"urlguard.target"`` with it.
+but its own two keys: ``"urlguard.target"``, or ``"urlguard.violation"``
+(before the hooks run, so that they find it there) with a stale
+``"urlguard.target"`` taken off.
 """
 
 from __future__ import annotations
@@ -195,30 +199,40 @@ class Guard(Generic[C, A]):
 
     def decide(
         self, raw: bytes | None, query: bytes | None, mount: bytes | None, carrier: C
-    ) -> Target | Answer | A | None:
+    ) -> Answer | A | None:
         """What to do with one request (see the module documentation).
 
         ``raw`` is the raw target as the server gave it, or ``None`` when it
         gave none; with ``query`` ``None`` it is the whole target (WSGI), else
         the path, the query being ``query`` (ASGI: ``/a?`` and ``/a`` look
         alike). ``mount`` is the decoded mount point, as bytes, or ``None``.
+        An accepted target is stored in ``carrier`` at ``"urlguard.target"``,
+        and the answer is ``None``: call the application.
         """
+        # Every request passes here, a Python call more than the parser's: no
+        # local but the arguments (each one the frame must set up and clear).
         if raw is None:
             return self._without_raw_target(mount, carrier)
         if mount is not None:
             raw = unmount(raw, mount)
-        policy = self.table.select(raw) if self.routed else self.policy
         try:
             if query is None:
-                return parse_target(raw, policy)
-            return parse_split_target(raw, query, policy)
+                carrier[TARGET_KEY] = parse_target(
+                    raw, self.table.select(raw) if self.routed else self.policy
+                )
+            else:
+                carrier[TARGET_KEY] = parse_split_target(
+                    raw, query, self.table.select(raw) if self.routed else self.policy
+                )
         except InvalidTarget as exc:
-            target = raw if not query else b"?".join((raw, query))
-            return self._violation(exc, target, carrier, self._read(carrier))
+            return self._violation(exc, raw if not query else b"?".join((raw, query)), carrier)
+        return None
 
     def _violation(
-        self, exc: InvalidTarget, target: bytes, carrier: C, request: Request
+        self, exc: InvalidTarget, target: bytes, carrier: C, request: Request | None = None
     ) -> Answer | A | None:
+        if request is None:
+            request = self._read(carrier)
         if is_server_wide_options(request.method, target):
             return None  # OPTIONS * names no resource: nothing to judge
         self._record(exc, target, carrier, request)
@@ -233,7 +247,7 @@ class Guard(Generic[C, A]):
             request.method, 400, content_type, body, f"invalid request target: {exc.rule}"
         )
 
-    def _without_raw_target(self, mount: bytes | None, carrier: C) -> Target | Answer | A | None:
+    def _without_raw_target(self, mount: bytes | None, carrier: C) -> Answer | A | None:
         request = self._read(carrier)
         target = b""
         if request.path is not None:
@@ -242,9 +256,10 @@ class Guard(Generic[C, A]):
                 target = unmount(target, mount)
         if request.path is not None and self.missing_raw_target == "validate-decoded":
             try:
-                return self.check_decoded(target)
+                carrier[TARGET_KEY] = self.check_decoded(target)
             except InvalidTarget as exc:
                 return self._violation(exc, target, carrier, request)
+            return None
         if is_server_wide_options(request.method, target):
             return None
         LOGGER.error(

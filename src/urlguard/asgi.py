@@ -50,8 +50,7 @@ from typing import Any, Final
 
 from ._answers import Answer
 from ._errors import InvalidTarget
-from ._guard import TARGET_KEY, GuardedMiddleware, Request
-from ._target import Target
+from ._guard import GuardedMiddleware, Request
 
 __all__ = ["ASGIApp", "OnReject", "OnViolation", "StrictURLMiddleware"]
 
@@ -128,12 +127,10 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
                 root = scope.get("root_path")
             mount = root.encode("utf-8", "surrogatepass") if root else None
             decision = self._guard.decide(raw, query, mount, scope)
-            if isinstance(decision, Target):
-                scope[TARGET_KEY] = decision
-            elif isinstance(decision, Answer):
-                await _send(scope, send, decision)
-                return
-            elif decision is not None:
+            if decision is not None:  # None, the common case: the target is stored, go on
+                if isinstance(decision, Answer):
+                    await _send(scope, send, decision)
+                    return
                 app = decision  # what on_reject returned answers instead
         await app(scope, receive, send)
 

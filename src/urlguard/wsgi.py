@@ -49,8 +49,7 @@ from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 from ._answers import Answer
 from ._errors import InvalidTarget
-from ._guard import TARGET_KEY, GuardedMiddleware, Request
-from ._target import Target
+from ._guard import GuardedMiddleware, Request
 
 __all__ = ["OnReject", "OnViolation", "StrictURLMiddleware"]
 
@@ -99,18 +98,16 @@ class StrictURLMiddleware(GuardedMiddleware[WSGIApplication, WSGIEnvironment]):
         raw: Any = environ.get("RAW_URI")  # a str (PEP 3333), but a server may differ
         if raw is None:
             raw = environ.get("REQUEST_URI")
-        try:
-            target: bytes | None = raw.encode("ascii")  # the common case, in one call
-        except (AttributeError, UnicodeEncodeError):  # None, bytes, or not ASCII
+        try:  # an ASCII str, the common case: UTF-8 is the same bytes, without a codec lookup
+            target: bytes | None = raw.encode() if raw.isascii() else _raw_bytes(raw, environ)
+        except AttributeError:  # None, or bytes
             target = _raw_bytes(raw, environ)
         script = environ.get("SCRIPT_NAME")
         decision = self._guard.decide(target, None, _latin1(script) if script else None, environ)
-        if isinstance(decision, Target):
-            environ[TARGET_KEY] = decision
-        elif isinstance(decision, Answer):
-            start_response(decision.status_line, list(decision.headers))
-            return [decision.body]
-        elif decision is not None:
+        if decision is not None:  # None, the common case: the target is stored, go on
+            if isinstance(decision, Answer):
+                start_response(decision.status_line, list(decision.headers))
+                return [decision.body]
             app = decision  # what on_reject returned answers instead
         return app(environ, start_response)
 
