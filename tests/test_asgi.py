@@ -253,6 +253,7 @@ ROOT_CASES = [
     P("hypercorn", "/mnt", b"/%6Dnt/x", b"/x", ("x",), id="an escaped root"),
     P("hypercorn", "/mnt", b"/%6dnt", b"/", ("",), id="an escaped root itself"),
     P("hypercorn", "/caf\u00e9", b"/caf%C3%A9/x", b"/x", ("x",), id="a non-ASCII root"),
+    P("hypercorn", "/m\udcff", b"/m%ED%B3%BF/x", b"/x", ("x",), id="a lone surrogate in root"),
     P("hypercorn", "/a/b", b"/a/b/c", b"/c", ("c",), id="a root of two segments"),
     P("hypercorn", "/a/b", b"/a", b"/a", ("a",), id="above a root of two segments"),
     P("hypercorn", "/mnt", b"/other", b"/other", ("other",), id="not below: judged whole"),

@@ -130,9 +130,12 @@ def unmount(raw: bytes, mount: bytes) -> bytes:
     absolute-form target may follow the mount point directly (``/mnt*``,
     ``/mnthttp://h/x``): those are taken off as well.
     """
-    mount = mount.rstrip(b"/")
     if not mount:
         return raw
+    if mount[-1] == 0x2F:  # a mount point given with a trailing '/', seldom
+        mount = mount.rstrip(b"/")
+        if not mount:
+            return raw
     if raw.startswith(mount):  # as the server glued it, or a plain ASCII path
         rest = raw[len(mount) :]
         if rest[:1] == b"/":

@@ -125,7 +125,9 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
             except KeyError:  # all three are optional in the ASGI spec
                 raw, query = scope.get("raw_path"), scope.get("query_string") or b""
                 root = scope.get("root_path")
-            mount = root.encode("utf-8", "surrogatepass") if root else None
+            mount = None
+            if root:  # ASCII as a rule: encoded without looking the codec up by name
+                mount = root.encode() if root.isascii() else root.encode("utf-8", "surrogatepass")
             decision = self._guard.decide(raw, query, mount, scope)
             if decision is not None:  # None, the common case: the target is stored, go on
                 if isinstance(decision, Answer):

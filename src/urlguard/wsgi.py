@@ -136,6 +136,8 @@ def _raw_bytes(raw: object, environ: WSGIEnvironment) -> bytes | None:
 
 
 def _latin1(value: object) -> bytes:
+    if type(value) is str and value.isascii():
+        return value.encode()  # the same bytes, without looking the codec up by name
     if isinstance(value, str):
         try:
             return value.encode("latin-1")
