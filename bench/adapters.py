@@ -37,12 +37,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import importlib.util
 import shutil
+import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import urlguard
@@ -51,7 +54,15 @@ if __package__ in (None, ""):  # run as `python bench/adapters.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.ab import WORKTREE, load, source
-from bench.inprocess import TARGETS, Bench, batch_sizes, interleave, quiet_logger
+from bench.inprocess import (
+    TARGETS,
+    Bench,
+    batch_sizes,
+    gunicorn_environ,
+    interleave,
+    quiet_logger,
+    uvicorn_scope,
+)
 from bench.instructions import VALGRIND_MISSING, phases
 from bench.run import header
 from bench.stats import ratios, summarize, table
@@ -61,7 +72,8 @@ from bench.stats import ratios, summarize, table
 SHARED = ("_grammar", "_errors", "_policy", "_target", "_parser_py", "_parser_c", "_parser")
 FRAMEWORKS = ("starlette", "flask")
 PARTS = ("time", "instructions")
-REQUESTS = 200
+REQUESTS = 400
+TURNS = 3
 
 
 def shared_modules() -> list[str]:
@@ -77,26 +89,33 @@ def versions(a: str, b: str, tmp: Path) -> dict[str, Path]:
     return {f"guarded@{a}": source(a, tmp / "a"), f"guarded@{b}": source(b, tmp / "b")}
 
 
+_LOADED: dict[str, ModuleType] = {}
+
+
+def packages(folders: dict[str, Path]) -> dict[str, ModuleType]:
+    """Layer name -> that version's package, loaded once, on this process's parser."""
+    shared = shared_modules()
+    for i, (layer, folder) in enumerate(folders.items()):
+        if layer not in _LOADED:
+            _LOADED[layer] = load(f"urlguard_adapters_{i}", folder, shared)
+            if _LOADED[layer].parse_target is not urlguard.parse_target:
+                raise SystemExit(f"bench.adapters: {layer} does not run this process's parser")
+    return {layer: _LOADED[layer] for layer in folders}
+
+
 def benches(
     folders: dict[str, Path], loop: asyncio.AbstractEventLoop, frameworks: Sequence[str]
 ) -> dict[str, Bench]:
     """A :class:`Bench` per framework: ``bare`` and each version's guarded app."""
     from bench.apps import flask_hello, starlette_hello
 
-    shared = shared_modules()
-    packages = {
-        layer: load(f"urlguard_adapters_{i}", folder, shared)
-        for i, (layer, folder) in enumerate(folders.items())
-    }
-    for layer, package in packages.items():
-        if package.parse_target is not urlguard.parse_target:
-            raise SystemExit(f"bench.adapters: {layer} does not run this process's parser")
     out = {}
+    loaded = packages(folders)
     for framework in frameworks:
         module: Any = starlette_hello if framework == "starlette" else flask_hello
         adapter = "asgi" if framework == "starlette" else "wsgi"
         apps = {"bare": module.bare}
-        for layer, package in packages.items():
+        for layer, package in loaded.items():
             middleware = importlib.import_module(f"{package.__name__}.{adapter}")
             apps[layer] = module.make_app("guarded", middleware.StrictURLMiddleware)
         out[framework] = Bench(framework, loop, apps)
@@ -148,55 +167,216 @@ def time_layers(
     out(table(["app", "target", "B/A", "B/A IQR", "B−A ns", "B−A ns IQR"], rows))
 
 
-def count_instructions(folders: dict[str, Path], requests: int, out: Callable[[str], None]) -> None:
-    """Instructions per request under callgrind, one worker per framework."""
+# The middleware alone, called directly around an application that does
+# nothing: with no options, with per-route policies (neither prefix is a
+# target's), and mounted below /mnt (uvicorn's and gunicorn's way).
+SETUPS = ("plain", "routes", "mount")
+ROUTES = {"/files/": {"encoded_slash": "keep"}, "/static/": {"encoded_slash": "keep"}}
+MOUNT = "/mnt"
+PROTOCOLS = ("asgi", "wsgi")
+
+
+def schedule(
+    groups: Sequence[tuple[str, ...]], layers: Sequence[str], turns: int
+) -> list[tuple[tuple[str, ...], str]]:
+    """The measured phases of a worker, in order: for each group, ``turns``
+    turns over the layers (each phase preceded by a warm-up phase)."""
+    return [(group, layer) for group in groups for _ in range(turns) for layer in layers]
+
+
+def framework_groups() -> list[tuple[str, ...]]:
+    return [(tname,) for tname in TARGETS]
+
+
+def direct_groups() -> list[tuple[str, ...]]:
+    return [(p, setup, tname) for p in PROTOCOLS for setup in SETUPS for tname in TARGETS]
+
+
+def count_instructions(
+    folders: dict[str, Path], requests: int, turns: int, out: Callable[[str], None]
+) -> None:
+    """Instructions per request under callgrind: in each framework, and of the
+    middleware alone."""
     if shutil.which("valgrind") is None:
         out(VALGRIND_MISSING.replace("python -m bench --part instructions", "this again"))
         return
-    layers = ("bare", *folders)
     places = [str(part) for pair in folders.items() for part in pair]
+    a = next(iter(folders))
+    note = (
+        f"median of {turns} turns of {requests} requests per layer, the layers in turn, each "
+        f"after a warm-up of its own (min–max over the turns); against A = Ir above {a}"
+    )
     rows = []
     for framework in FRAMEWORKS:
         print(f"  instructions: {framework}  ", file=sys.stderr, end="\r", flush=True)
-        args = ["adapters", framework, str(requests), *places]
-        counts = phases(args, len(layers) * len(TARGETS))
-        for i, tname in enumerate(TARGETS):
-            ir = {
-                layer: count["Ir"] / requests
-                for layer, count in zip(layers, counts[len(layers) * i :], strict=False)
-            }
+        layers = ("bare", *folders)
+        ir = _measure(
+            [framework, str(requests), str(turns), *places], framework_groups(), layers, turns
+        )
+        for (tname,) in framework_groups():
+            bare = statistics.median(ir[(tname,), "bare"])
             for layer in layers:
-                extra = f"{ir[layer] - ir[layers[1]]:+,.0f}" if layer != "bare" else ""
                 rows.append([
-                    framework, tname, layer, f"{ir[layer]:,.0f}",
-                    f"{ir[layer] / ir['bare']:.4f}", f"{ir[layer] - ir['bare']:+,.0f}", extra,
+                    framework, tname, layer, *_cells(ir, (tname,), layer, a, requests),
+                    f"{statistics.median(ir[(tname,), layer]) / bare:.4f}",
                 ])  # fmt: skip
     print(file=sys.stderr)
-    out(
-        f"Instructions (callgrind Ir) per request, {requests} requests per layer after a "
-        f"warm-up; guard = Ir above bare; against A = Ir above {layers[1]}"
+    out(f"Instructions (callgrind Ir) per request in the framework: {note}")
+    out(table(["app", "target", "layer", "Ir", "min–max", "against A", "×bare"], rows))
+    out("")
+    print("  instructions: the middleware alone  ", file=sys.stderr, end="\r", flush=True)
+    ir = _measure(
+        ["direct", str(requests), str(turns), *places], direct_groups(), tuple(folders), turns
     )
-    out(table(["app", "target", "layer", "Ir", "×bare", "guard", "against A"], rows))
+    print(file=sys.stderr)
+    rows = [
+        [*group, layer, *_cells(ir, group, layer, a, requests)]
+        for group in direct_groups()
+        for layer in folders
+    ]
+    out(
+        "Instructions (callgrind Ir) per call of the middleware alone, around an application "
+        f"that does nothing (routes: {', '.join(ROUTES)}; mount: {MOUNT}): {note}"
+    )
+    out(table(["adapter", "setup", "target", "layer", "Ir", "min–max", "against A"], rows))
+
+
+def _measure(
+    args: list[str], groups: list[tuple[str, ...]], layers: Sequence[str], turns: int
+) -> dict[tuple[tuple[str, ...], str], list[float]]:
+    """(group, layer) -> Ir of each turn's measured phase (not per request yet)."""
+    order = schedule(groups, layers, turns)
+    counts = phases(["adapters", *args], 2 * len(order))[1::2]  # not the warm-ups
+    ir: dict[tuple[tuple[str, ...], str], list[float]] = {}
+    requests = int(args[1])
+    for key, count in zip(order, counts, strict=True):
+        ir.setdefault(key, []).append(count["Ir"] / requests)
+    return ir
+
+
+def _cells(
+    ir: dict[tuple[tuple[str, ...], str], list[float]],
+    group: tuple[str, ...],
+    layer: str,
+    a: str,
+    requests: int,
+) -> list[str]:
+    median = statistics.median(ir[group, layer])
+    against = median - statistics.median(ir[group, a])
+    return [
+        f"{median:,.0f}", summarize(ir[group, layer]).range(",.0f"),
+        f"{against:+,.0f}" if layer != "bare" else "",
+    ]  # fmt: skip
 
 
 def worker(args: Sequence[str], phase: Callable[[], None]) -> None:
-    """Under callgrind: one phase per (target, layer), as ``bench.instructions``
-    measures the in-process layers. ``args``: framework, requests, then each
-    version's layer name and folder."""
-    framework, requests = args[0], int(args[1])
-    folders = {args[i]: Path(args[i + 1]) for i in range(2, len(args), 2)}
+    """Under callgrind: the phases of :func:`schedule`, each layer warmed up in
+    a phase of its own and then measured in the next. ``args``: a framework
+    or ``direct``, requests, turns, then each version's layer name and folder.
+
+    The layers share the framework's code, whose specialized instructions a
+    layer may have to specialize again after another ran: one such change
+    costs thousands of instructions once. The warm-up takes most of them out
+    of the measured phase, and the median over turns the rest."""
+    kind, requests, turns = args[0], int(args[1]), int(args[2])
+    folders = {args[i]: Path(args[i + 1]) for i in range(3, len(args), 2)}
     loop = asyncio.new_event_loop()
-    bench = benches(folders, loop, [framework])[framework]
-    with quiet_logger():
-        bench.verify()
-    for layer in bench.layers:
-        for target in TARGETS.values():
-            bench.batch(layer, target, 50)  # warm-up
-    for target in TARGETS.values():
-        for layer in bench.layers:
-            phase()
-            bench.batch(layer, target, requests)
+    if kind == "direct":
+        calls = direct_calls(folders)
+        order = schedule(direct_groups(), tuple(folders), turns)
+
+        def run(group: tuple[str, ...], layer: str, n: int) -> None:
+            calls[group, layer](n)
+
+    else:
+        bench = benches(folders, loop, [kind])[kind]
+        with quiet_logger():
+            bench.verify()
+        order = schedule(framework_groups(), bench.layers, turns)
+
+        def run(group: tuple[str, ...], layer: str, n: int) -> None:
+            bench.batch(layer, TARGETS[group[0]], n)
+
+    for group, layer in order:
+        phase()
+        run(group, layer, 50)
+        phase()
+        run(group, layer, requests)
     loop.close()
+
+
+async def _nothing(scope: Any, receive: Any, send: Any) -> None:
+    return None
+
+
+def _nothing_wsgi(environ: Any, start_response: Any) -> tuple[bytes, ...]:
+    return ()
+
+
+def direct_calls(
+    folders: dict[str, Path],
+) -> dict[tuple[tuple[str, ...], str], Callable[[int], None]]:
+    """((adapter, setup, target), layer) -> a function that calls that
+    version's middleware ``n`` times, each on a fresh copy of the scope or
+    environ. Each is checked first: it must store the target, relative to
+    the mount point."""
+    calls: dict[tuple[tuple[str, ...], str], Callable[[int], None]] = {}
+    for layer, package in packages(folders).items():
+        for protocol, setup, tname in direct_groups():
+            module = importlib.import_module(f"{package.__name__}.{protocol}")
+            app = _nothing if protocol == "asgi" else _nothing_wsgi
+            middleware = module.StrictURLMiddleware(
+                app, routes=ROUTES if setup == "routes" else None
+            )
+            template = _carrier(protocol, TARGETS[tname], MOUNT if setup == "mount" else "")
+            call = _asgi_calls if protocol == "asgi" else _wsgi_calls
+            seen: list[dict[str, Any]] = []
+            call(middleware, template, 1, seen)
+            target = seen[0].get("urlguard.target")
+            if target is None or target.raw != TARGETS[tname]:
+                raise SystemExit(f"bench.adapters: {layer} {protocol} {setup} {tname}: {target!r}")
+            calls[(protocol, setup, tname), layer] = functools.partial(call, middleware, template)
+    return calls
+
+
+def _carrier(protocol: str, target: bytes, mount: str) -> dict[str, Any]:
+    """The server's scope or environ for ``target`` below ``mount``."""
+    if protocol == "asgi":
+        scope = uvicorn_scope(target)
+        # uvicorn glues root_path in front of raw_path and path.
+        scope.update(
+            root_path=mount, raw_path=mount.encode() + scope["raw_path"], path=mount + scope["path"]
+        )
+        return scope
+    environ = gunicorn_environ(target)
+    environ.update(SCRIPT_NAME=mount, RAW_URI=mount + environ["RAW_URI"])
+    return environ
+
+
+def _asgi_calls(
+    middleware: Any, template: dict[str, Any], n: int, seen: list[dict[str, Any]] | None = None
+) -> None:
+    """``n`` calls; ``seen`` (to check a call) gets each scope after its call."""
+    for _ in range(n):
+        scope = template.copy()
+        call = middleware(scope, None, None)
+        try:  # noqa: SIM105 (a with block would be measured too)
+            call.send(None)  # the application awaits nothing: done in one step
+        except StopIteration:
+            pass
+        if seen is not None:
+            seen.append(scope)
+
+
+def _wsgi_calls(
+    middleware: Any, template: dict[str, Any], n: int, seen: list[dict[str, Any]] | None = None
+) -> None:
+    """``n`` calls; ``seen`` (to check a call) gets each environ after its call."""
+    for _ in range(n):
+        environ = template.copy()
+        middleware(environ, None)
+        if seen is not None:
+            seen.append(environ)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -214,11 +394,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch-ms", type=float, default=0.5, help="length of a batch (0.5)")
     parser.add_argument(
         "--requests", type=int, default=REQUESTS,
-        help=f"requests per layer under callgrind ({REQUESTS})",
+        help=f"requests per layer and turn under callgrind ({REQUESTS})",
     )  # fmt: skip
+    parser.add_argument(
+        "--turns", type=int, default=TURNS, help=f"turns over the layers under callgrind ({TURNS})"
+    )
     args = parser.parse_args(args_list)
-    if args.rounds < 1 or args.requests < 1:
-        parser.error("--rounds and --requests must be at least 1")
+    if min(args.rounds, args.requests, args.turns) < 1:
+        parser.error("--rounds, --requests and --turns must be at least 1")
     parts = args.parts or PARTS
     print(header(args_list, "python -m bench.adapters"), flush=True)
     with tempfile.TemporaryDirectory(prefix="urlguard-adapters-") as tmp:
@@ -232,7 +415,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             time_layers(folders, args.rounds, args.batch_ms, print)
         if "instructions" in parts:
             print(flush=True)
-            count_instructions(folders, args.requests, print)
+            count_instructions(folders, args.requests, args.turns, print)
     return 0
 
 
