@@ -28,9 +28,15 @@ Every layer must first answer 200 "Hello, world!" to both targets with a
 Printed: µs per request (median over rounds, IQR); the ratio to ``bare``
 within each round (median, IQR); and B against A within each round, as a
 ratio and in nanoseconds. Then, under callgrind (``bench.instructions``;
-valgrind must be installed), the instructions per request of each layer,
-which do not depend on what else the machine is doing. A tool for tuning,
-not one of the speed goals of docs/speed.md; run it from the project root.
+valgrind must be installed), the instructions per request, which do not
+depend on what else the machine is doing: of each layer in each framework,
+and of each version's middleware alone, called directly around an
+application that does nothing, with no options, with per-route policies,
+and mounted below a root path. In a framework a row can move by a few
+hundred instructions from one setting to another (the heap and the
+specialized instructions the layers share); the min–max over the turns
+shows it. The middleware alone moves by a handful. A tool for tuning, not
+one of the speed goals of docs/speed.md; run it from the project root.
 """
 
 from __future__ import annotations
