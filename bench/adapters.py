@@ -79,7 +79,7 @@ SHARED = ("_grammar", "_errors", "_policy", "_target", "_parser_py", "_parser_c"
 FRAMEWORKS = ("starlette", "flask")
 PARTS = ("time", "instructions")
 REQUESTS = 400
-TURNS = 3
+TURNS = 4
 
 
 def shared_modules() -> list[str]:
@@ -186,8 +186,15 @@ def schedule(
     groups: Sequence[tuple[str, ...]], layers: Sequence[str], turns: int
 ) -> list[tuple[tuple[str, ...], str]]:
     """The measured phases of a worker, in order: for each group, ``turns``
-    turns over the layers (each phase preceded by a warm-up phase)."""
-    return [(group, layer) for group in groups for _ in range(turns) for layer in layers]
+    turns over the layers, every other turn in the reverse order, so that no
+    layer always follows the same one (each phase preceded by a warm-up
+    phase)."""
+    return [
+        (group, layer)
+        for group in groups
+        for turn in range(turns)
+        for layer in (layers if turn % 2 == 0 else layers[::-1])
+    ]
 
 
 def framework_groups() -> list[tuple[str, ...]]:
@@ -206,43 +213,53 @@ def count_instructions(
     if shutil.which("valgrind") is None:
         out(VALGRIND_MISSING.replace("python -m bench --part instructions", "this again"))
         return
-    places = [str(part) for pair in folders.items() for part in pair]
     a = next(iter(folders))
     note = (
-        f"median of {turns} turns of {requests} requests per layer, the layers in turn, each "
-        f"after a warm-up of its own (min–max over the turns); against A = Ir above {a}"
+        f"{requests} requests per layer and turn, the layers in turn (every other turn in the "
+        "reverse order), each after a warm-up of its own; median (min–max) over the turns; "
+        f"against A = Ir above {a}"
     )
     rows = []
     for framework in FRAMEWORKS:
         print(f"  instructions: {framework}  ", file=sys.stderr, end="\r", flush=True)
-        layers = ("bare", *folders)
-        ir = _measure(
-            [framework, str(requests), str(turns), *places], framework_groups(), layers, turns
-        )
+        ir: dict[tuple[tuple[str, ...], str], list[float]] = {}
+        # In a framework, which version's package was loaded first moves a
+        # row by a few hundred instructions (the heap, the type caches): one
+        # worker loads A first, another B first, and the turns of both count.
+        for versions_in_order in (list(folders), list(folders)[::-1]):
+            places = [str(part) for layer in versions_in_order for part in (layer, folders[layer])]
+            args = [framework, str(requests), str(turns), *places]
+            layers = ("bare", *versions_in_order)
+            for key, values in _measure(args, framework_groups(), layers, turns).items():
+                ir.setdefault(key, []).extend(values)
         for (tname,) in framework_groups():
             bare = statistics.median(ir[(tname,), "bare"])
-            for layer in layers:
+            for layer in ("bare", *folders):
                 rows.append([
-                    framework, tname, layer, *_cells(ir, (tname,), layer, a, requests),
+                    framework, tname, layer, *_cells(ir, (tname,), layer, a),
                     f"{statistics.median(ir[(tname,), layer]) / bare:.4f}",
                 ])  # fmt: skip
     print(file=sys.stderr)
-    out(f"Instructions (callgrind Ir) per request in the framework: {note}")
+    out(
+        f"Instructions (callgrind Ir) per request in the framework, {2 * turns} turns in two "
+        f"workers (one loads A first, the other B): {note}"
+    )
     out(table(["app", "target", "layer", "Ir", "min–max", "against A", "×bare"], rows))
     out("")
     print("  instructions: the middleware alone  ", file=sys.stderr, end="\r", flush=True)
+    places = [str(part) for pair in folders.items() for part in pair]
     ir = _measure(
         ["direct", str(requests), str(turns), *places], direct_groups(), tuple(folders), turns
     )
     print(file=sys.stderr)
     rows = [
-        [*group, layer, *_cells(ir, group, layer, a, requests)]
+        [*group, layer, *_cells(ir, group, layer, a)]
         for group in direct_groups()
         for layer in folders
     ]
     out(
         "Instructions (callgrind Ir) per call of the middleware alone, around an application "
-        f"that does nothing (routes: {', '.join(ROUTES)}; mount: {MOUNT}): {note}"
+        f"that does nothing (routes: {', '.join(ROUTES)}; mount: {MOUNT}), {turns} turns: {note}"
     )
     out(table(["adapter", "setup", "target", "layer", "Ir", "min–max", "against A"], rows))
 
@@ -265,7 +282,6 @@ def _cells(
     group: tuple[str, ...],
     layer: str,
     a: str,
-    requests: int,
 ) -> list[str]:
     median = statistics.median(ir[group, layer])
     against = median - statistics.median(ir[group, a])
