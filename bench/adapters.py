@@ -49,6 +49,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -70,7 +71,7 @@ from bench.inprocess import (
     uvicorn_scope,
 )
 from bench.instructions import VALGRIND_MISSING, phases
-from bench.run import header
+from bench.run import header, load_average
 from bench.stats import ratios, summarize, table
 
 #: The modules of the parser, its result and its error: one copy, this
@@ -426,6 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--rounds, --requests and --turns must be at least 1")
     parts = args.parts or PARTS
     print(header(args_list, "python -m bench.adapters"), flush=True)
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="urlguard-adapters-") as tmp:
         folders = versions(args.a, args.b, Path(tmp))
         print(
@@ -438,6 +440,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "instructions" in parts:
             print(flush=True)
             count_instructions(folders, args.requests, args.turns, print)
+    print()
+    print(f"load     {load_average()} (1, 5, 15 min) after; {time.monotonic() - started:.0f} s")
     return 0
 
 

@@ -87,7 +87,8 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def _load() -> str:
+def load_average() -> str:
+    """The load averages, as the header and the last line show them."""
     one, five, fifteen = os.getloadavg()
     return f"{one:.2f}, {five:.2f}, {fifteen:.2f}"
 
@@ -147,7 +148,7 @@ def header(argv: Sequence[str], program: str = "python -m bench") -> str:
         f"packages {versions}",
         f"wrk      {wrk_version.split(' Copyright')[0]}",
         f"commit   {commit}{' (src/ modified)' if dirty else ''}; src digest {_src_digest()}",
-        f"load     {_load()} (1, 5, 15 min) before",
+        f"load     {load_average()} (1, 5, 15 min) before",
         *filter(None, [_busy_warning()]),
     ])  # fmt: skip
 
@@ -209,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("Speed goals (docs/speed.md)")
         print(checks_table(checks))
     print()
-    print(f"load     {_load()} (1, 5, 15 min) after; {time.monotonic() - started:.0f} s")
+    print(f"load     {load_average()} (1, 5, 15 min) after; {time.monotonic() - started:.0f} s")
     warning = _busy_warning()
     if warning:
         print(warning)
