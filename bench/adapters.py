@@ -72,7 +72,7 @@ from bench.inprocess import (
 )
 from bench.instructions import VALGRIND_MISSING, phases
 from bench.run import header, load_average
-from bench.stats import ratios, summarize, table
+from bench.stats import permuted, ratios, summarize, table
 
 #: The modules of the parser, its result and its error: one copy, this
 #: process's, serves both versions.
@@ -138,7 +138,7 @@ def time_layers(
         timed = benches(folders, loop, FRAMEWORKS)
         with quiet_logger():  # the hostile target of the check logs a line
             sizes = batch_sizes(timed, batch_ms)
-        samples = interleave(timed, sizes, rounds)
+        samples = interleave(timed, sizes, rounds, permuted)
     finally:
         loop.close()
     a, b = folders
@@ -154,8 +154,8 @@ def time_layers(
                     f"{r.median:.4f}", r.iqr(".4f"),
                 ])  # fmt: skip
     out(
-        f"Time: µs per request, median of {rounds} interleaved rounds (IQR); "
-        "×bare = layer/bare within each round"
+        f"Time: µs per request, median of {rounds} interleaved rounds, the layers in each of "
+        "their orders in turn (IQR); ×bare = layer/bare within each round"
     )
     out(", ".join(f"{n} {t}: {sizes[n, t]} requests per batch" for n, t in sizes))
     out(table(["app", "target", "layer", "µs", "IQR", "×bare", "×bare IQR"], rows))

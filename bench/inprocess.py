@@ -44,7 +44,7 @@ import io
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote, unquote_to_bytes
@@ -365,17 +365,21 @@ def batch_sizes(benches: dict[str, Bench], batch_ms: float) -> dict[tuple[str, s
 
 
 def interleave(
-    benches: dict[str, Bench], sizes: dict[tuple[str, str], int], rounds: int
+    benches: dict[str, Bench],
+    sizes: dict[tuple[str, str], int],
+    rounds: int,
+    order: Callable[[Sequence[str], int], list[str]] = rotated,
 ) -> Samples:
     """µs per request of every layer, per round: (framework, target, layer) ->
-    one value per round, the layers back to back in each round, rotated."""
+    one value per round, the layers back to back in each round, in the
+    ``order`` of that round (rotated by default)."""
     samples: Samples = {}
     for round_no in range(rounds + 1):  # round 0 warms up and is dropped
         with quiet_gc():
             for name, bench in benches.items():
                 for tname, target in TARGETS.items():
                     n = sizes[name, tname]
-                    for layer in rotated(bench.layers, round_no):
+                    for layer in order(bench.layers, round_no):
                         elapsed = bench.batch(layer, target, n)
                         if round_no:
                             samples.setdefault((name, tname, layer), []).append(elapsed / n / 1000)
