@@ -5,8 +5,9 @@ Same contract as the reference (``urlguard._parser_py``), to the byte: the
 same verdict, rule, component, index and offset, and the same ``Target``, for
 every input under every ``Policy``. The rules are applied in the reference's
 order: one pass over the raw bytes for the rules about the whole target
-(too-long, fragment, form, raw-char, too-many), then one pass per segment
-and per query pair. A piece without escapes is never copied: its text is
+(too-long, fragment, form, raw-char, too-many), which also applies the
+empty- and dot-segment rules to a path of ordinary bytes, then one pass per
+segment and per query pair that needs a closer look. A piece without escapes is never copied: its text is
 made from the raw bytes.
 
 An accepted origin-form target outside ``path_params="split"`` is only
@@ -20,9 +21,10 @@ A violation is written into an ``Err`` struct and the walk returns; the
 Cython frames costs about as much as parsing a plain target).
 
 Memory safety: every walk below reads ``s[i]`` only behind an explicit
-``i < end`` (or ``i + 2 < end`` for the two digits of an escape), where
-``end`` never exceeds the length of the bytes object; the comment at each
-walk says which bound holds. Decoded bytes go to a scratch buffer as long
+``i < end`` (``i + 2 < end`` for the two digits of an escape, ``i + 8 <= end``
+for a block of eight ordinary bytes skipped at once), where ``end`` never
+exceeds the length of the bytes object; the comment at each walk says which
+bound holds. Decoded bytes go to a scratch buffer as long
 as the whole target (decoding never makes a piece longer).
 tests/test_parser_c.py puts pieces, escapes and UTF-8 sequences at the very
 end of the buffer, and ``tox -e asan`` runs it under AddressSanitizer.
@@ -377,45 +379,74 @@ cdef _Tables _tables_for(object policy):
 # names, common values): the last one seen in each slot of a small table is
 # handed out again instead of a new string (str is immutable, so sharing is
 # safe; a hit saves an allocation and a deallocation). Direct-mapped by a
-# hash of the bytes; a slot holds one string, replaced on a miss.
+# hash of the bytes; a slot holds one string, replaced on a miss. Each slot
+# keeps its text's bytes as two 64-bit keys and a length, which together
+# determine the bytes exactly: a hit is decided by three integer compares,
+# without reading the string.
 cdef enum:
-    _CACHE_SLOTS = 1024
+    _CACHE_SLOTS = 512
     _CACHE_MAX_LENGTH = 16
-cdef PyObject* _cache[_CACHE_SLOTS]
+cdef struct CachedText:  # 32 bytes: a lookup reads one cache line
+    unsigned long long first
+    unsigned long long last
+    Py_ssize_t length
+    PyObject* text
+cdef CachedText _cache[_CACHE_SLOTS]
 memset(_cache, 0, sizeof(_cache))
+
+# "" and the 128 one-character ASCII strings, made once (CPython shares them too).
+cdef PyObject* _single[129]
+for _c in range(128):
+    _single_text = chr(_c)
+    Py_INCREF(_single_text)
+    _single[_c] = <PyObject*>_single_text
+_single_text = ""
+Py_INCREF(_single_text)
+_single[128] = <PyObject*>_single_text
 
 
 cdef inline object _ascii(const unsigned char* d, Py_ssize_t n):
     """Text of n ASCII bytes: from the cache, or one allocation and a copy."""
     cdef unsigned int h
-    cdef unsigned long long first, last, word
-    cdef Py_ssize_t i
+    cdef unsigned long long first, last
+    cdef unsigned int head4, tail4
+    cdef unsigned short head2, tail2
+    cdef CachedText* slot
     cdef PyObject* cached
     if n <= 1:
-        return PyUnicode_DecodeLatin1(<const char*>d, n, NULL)  # CPython's cached "" and 1-char strings
+        return <object>_single[d[0] & 0x7F] if n else <object>_single[128]
     if n <= _CACHE_MAX_LENGTH:
-        # A hash of the n bytes: for 8 <= n <= 16 two 8-byte words that
-        # together cover d[:n] (they overlap when n < 16), else the bytes one
-        # by one; every read is inside d[:n].
+        # The keys: two words of the first and the last bytes, which together
+        # cover d[:n] (overlapping unless n is 16, 8, 4 or 2): 8-byte words
+        # for 8 <= n <= 16, else two halves of one key, 4-byte or 2-byte
+        # pieces. Every read is inside d[:n].
         if n >= 8:
             memcpy(&first, d, 8)
             memcpy(&last, d + n - 8, 8)
-            word = first * 0x9E3779B97F4A7C15u ^ last * 0xC2B2AE3D27D4EB4Fu ^ <unsigned long long>n
+        elif n >= 4:
+            memcpy(&head4, d, 4)
+            memcpy(&tail4, d + n - 4, 4)
+            first = head4 | (<unsigned long long>tail4 << 32)
+            last = 0
         else:
-            word = <unsigned long long>n
-            for i in range(n):
-                word = (word << 8) | d[i]
-            word *= 0x9E3779B97F4A7C15u
-        h = <unsigned int>(word >> 40) & (_CACHE_SLOTS - 1)
-        cached = _cache[h]
-        if (cached != NULL and PyUnicode_GET_LENGTH(<object>cached) == n
-                and memcmp(PyUnicode_DATA(<object>cached), d, n) == 0):
-            return <object>cached
+            memcpy(&head2, d, 2)
+            memcpy(&tail2, d + n - 2, 2)
+            first = head2 | (<unsigned long long>tail2 << 16)
+            last = 0
+        h = <unsigned int>(((first * 0x9E3779B97F4A7C15u) ^ (last * 0xC2B2AE3D27D4EB4Fu)
+                            ^ <unsigned long long>n) >> 40) & (_CACHE_SLOTS - 1)
+        slot = &_cache[h]
+        if slot.first == first and slot.last == last and slot.length == n:
+            return <object>slot.text
         text = PyUnicode_New(n, 127)
         memcpy(PyUnicode_DATA(text), d, n)
         Py_INCREF(text)
-        cached = _cache[h]  # read again: the slot is replaced, then the old text released
-        _cache[h] = <PyObject*>text
+        slot = &_cache[h]  # read again: the slot is replaced, then the old text released
+        cached = slot.text
+        slot.text = <PyObject*>text
+        slot.first = first
+        slot.last = last
+        slot.length = n
         Py_XDECREF(cached)
         return text
     text = PyUnicode_New(n, 127)
@@ -878,7 +909,7 @@ cdef int _check_pieces(Walk* w, _Tables t, Py_ssize_t path_start, Py_ssize_t pat
     cdef const unsigned char* s = w.s
     cdef Py_ssize_t n = w.n, a, b, eq, index = 0
     a = path_start + 1
-    while True:
+    while path_start >= 0:  # path_start < 0: the path was checked already
         b = a
         while b < path_end and s[b] != 0x2F:
             b += 1
@@ -985,27 +1016,82 @@ cdef object _piece_text(const unsigned char* s, Py_ssize_t a, Py_ssize_t b, bint
     return _text(scratch, piece.length, piece.high)
 
 
+# What the lazy builders look for in an accepted target, a byte at a time.
+cdef enum:
+    _ORDINARY, _SEPARATOR, _EQUALS, _QUESTION, _ESCAPE
+cdef unsigned char _PATH_BYTE[256]
+cdef unsigned char _QUERY_BYTE[256]
+memset(_PATH_BYTE, _ORDINARY, sizeof(_PATH_BYTE))
+memset(_QUERY_BYTE, _ORDINARY, sizeof(_QUERY_BYTE))
+_PATH_BYTE[0x2F] = _SEPARATOR
+_PATH_BYTE[0x3F] = _QUESTION
+_PATH_BYTE[0x25] = _ESCAPE
+_QUERY_BYTE[0x26] = _SEPARATOR
+_QUERY_BYTE[0x3D] = _EQUALS
+_QUERY_BYTE[0x25] = _ESCAPE
+_QUERY_BYTE[0x2B] = _ESCAPE  # '+' is a space when plus_as_space is on
+
+# Pieces the lazy builders note on the stack in their one pass; a target with
+# more, or with an escape, takes the general walk.
+cdef enum:
+    _NOTED = 32
+
+
 cdef object _lazy_segments(object target):
     value = <object>_slot(target, _T_SEGMENTS)[0]
     if value is not None:
         return value
     cdef bytes raw = <bytes>_slot(target, _T_RAW)[0]
     cdef const unsigned char* s = <const unsigned char*>PyBytes_AS_STRING(raw)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(raw), end, a, b, count = 0, index = 0
-    cdef const void* question = memchr(s, 0x3F, n)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(raw), i = 0, count = 0, k
+    cdef Py_ssize_t slash[_NOTED + 1]
+    cdef unsigned char kind
+    cdef bint escaped = False
+    # One pass over the path (s[0] == '/', up to the first '?'): where the
+    # first _NOTED '/' are, and whether a '%' needs decoding. Ordinary bytes
+    # are skipped eight at a time while s[i..i+7] are inside (i + 8 <= n).
+    while True:
+        while i + 8 <= n and not (_PATH_BYTE[s[i]] | _PATH_BYTE[s[i + 1]] | _PATH_BYTE[s[i + 2]]
+                                  | _PATH_BYTE[s[i + 3]] | _PATH_BYTE[s[i + 4]]
+                                  | _PATH_BYTE[s[i + 5]] | _PATH_BYTE[s[i + 6]]
+                                  | _PATH_BYTE[s[i + 7]]):
+            i += 8
+        while i < n and not _PATH_BYTE[s[i]]:
+            i += 1
+        if i >= n:
+            break
+        kind = _PATH_BYTE[s[i]]
+        if kind == _SEPARATOR:
+            if count < _NOTED:
+                slash[count] = i
+            count += 1
+        elif kind == _QUESTION:
+            break
+        else:
+            escaped = True
+        i += 1
+    if escaped or count > _NOTED:
+        return _replace_slot(target, _T_SEGMENTS, _decoded_segments(s, i, count))
+    slash[count] = i  # the end of the last segment; count <= _NOTED
+    segments = PyTuple_New(count)
+    for k in range(count):  # segment k is s[slash[k] + 1:slash[k + 1]]
+        text = _ascii(s + slash[k] + 1, slash[k + 1] - slash[k] - 1)
+        Py_INCREF(text)
+        PyTuple_SET_ITEM(segments, k, text)
+    return _replace_slot(target, _T_SEGMENTS, segments)
+
+
+cdef tuple _decoded_segments(const unsigned char* s, Py_ssize_t end, Py_ssize_t count):
+    """The ``count`` segments of the path s[0:end], escapes decoded."""
     cdef unsigned char stack[512]
     cdef unsigned char* scratch = stack
-    end = <const unsigned char*>question - s if question != NULL else n
-    for a in range(end):  # '/' per segment; the path is s[0:end], s[0] == '/'
-        if s[a] == 0x2F:
-            count += 1
+    cdef Py_ssize_t a = 1, b, index = 0
     if end > 512:
         scratch = <unsigned char*>PyMem_Malloc(end)
         if scratch == NULL:
             raise MemoryError()
     try:
         segments = PyTuple_New(count)
-        a = 1
         while index < count:  # s[a:b], 1 <= a <= b <= end
             b = a
             while b < end and s[b] != 0x2F:
@@ -1018,7 +1104,7 @@ cdef object _lazy_segments(object target):
     finally:
         if scratch != stack:
             PyMem_Free(scratch)
-    return _replace_slot(target, _T_SEGMENTS, segments)
+    return segments
 
 
 cdef object _lazy_query(object target):
@@ -1028,21 +1114,73 @@ cdef object _lazy_query(object target):
     cdef bytes raw = <bytes>_slot(target, _T_RAW)[0]
     cdef bint plus = <object>_slot(target, _T_PLUS)[0] is True
     cdef const unsigned char* s = <const unsigned char*>PyBytes_AS_STRING(raw)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(raw), start, a, b, eq, count = 0, index = 0
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(raw), start, a, eq, i, count = 0, k
+    cdef Py_ssize_t starts[_NOTED]
+    cdef Py_ssize_t equals[_NOTED]
+    cdef Py_ssize_t ends[_NOTED]
+    cdef unsigned char kind
+    cdef bint escaped = False
     cdef const void* question = memchr(s, 0x3F, n)
-    cdef unsigned char stack[512]
-    cdef unsigned char* scratch = stack
     if question == NULL:
         return _replace_slot(target, _T_QUERY, ())
     start = <const unsigned char*>question - s + 1
-    a = start
-    while a <= n:  # the non-empty '&' pieces s[a:b], b <= n
-        b = a
-        while b < n and s[b] != 0x26:
-            b += 1
-        if b > a:
-            count += 1
-        a = b + 1
+    # One pass over the query: each non-empty '&' piece s[a:i], its first
+    # '=' at eq (the first _NOTED pieces), and whether an escape or a '+'
+    # needs decoding. Ordinary bytes are skipped as in _lazy_segments; s[i]
+    # is read only when i < n.
+    a = i = start
+    eq = -1
+    while True:
+        while i + 8 <= n and not (_QUERY_BYTE[s[i]] | _QUERY_BYTE[s[i + 1]]
+                                  | _QUERY_BYTE[s[i + 2]] | _QUERY_BYTE[s[i + 3]]
+                                  | _QUERY_BYTE[s[i + 4]] | _QUERY_BYTE[s[i + 5]]
+                                  | _QUERY_BYTE[s[i + 6]] | _QUERY_BYTE[s[i + 7]]):
+            i += 8
+        while i < n and not _QUERY_BYTE[s[i]]:
+            i += 1
+        kind = _QUERY_BYTE[s[i]] if i < n else _SEPARATOR
+        if kind == _SEPARATOR:
+            if i > a:
+                if count < _NOTED:
+                    starts[count] = a
+                    equals[count] = eq if eq >= 0 else i
+                    ends[count] = i
+                count += 1
+            if i >= n:
+                break
+            a = i + 1
+            eq = -1
+        elif kind == _EQUALS:
+            if eq < 0:
+                eq = i
+        elif s[i] == 0x25 or plus:  # an escape, or a '+' that is a space
+            escaped = True
+        i += 1
+    if escaped or count > _NOTED:
+        return _replace_slot(target, _T_QUERY, _decoded_query(s, n, start, count, plus))
+    query = PyTuple_New(count)
+    for k in range(count):  # name s[starts[k]:equals[k]], value after the '=' up to ends[k]
+        name = _ascii(s + starts[k], equals[k] - starts[k])
+        if equals[k] < ends[k]:
+            value = _ascii(s + equals[k] + 1, ends[k] - equals[k] - 1)
+        else:
+            value = <object>_single[128]
+        pair = PyTuple_New(2)
+        Py_INCREF(name)
+        PyTuple_SET_ITEM(pair, 0, name)
+        Py_INCREF(value)
+        PyTuple_SET_ITEM(pair, 1, value)
+        Py_INCREF(pair)
+        PyTuple_SET_ITEM(query, k, pair)
+    return _replace_slot(target, _T_QUERY, query)
+
+
+cdef tuple _decoded_query(const unsigned char* s, Py_ssize_t n, Py_ssize_t start,
+                          Py_ssize_t count, bint plus):
+    """The ``count`` pairs of the query s[start:n], escapes (and '+') decoded."""
+    cdef unsigned char stack[512]
+    cdef unsigned char* scratch = stack
+    cdef Py_ssize_t a, b, eq, index = 0
     if n - start > 512:
         scratch = <unsigned char*>PyMem_Malloc(n - start)
         if scratch == NULL:
@@ -1068,8 +1206,18 @@ cdef object _lazy_query(object target):
     finally:
         if scratch != stack:
             PyMem_Free(scratch)
-    return _replace_slot(target, _T_QUERY, query)
+    return query
 
+
+
+cdef bint _fragment(Walk* w) noexcept:
+    """The fragment rule (RFC 9110 §7.1: a fragment is never sent): True,
+    with w.err set, when the target holds a '#'."""
+    cdef const void* found = memchr(w.s, 0x23, w.n)
+    if found == NULL:
+        return False
+    _fail(&w.err, R_FRAGMENT, C_TARGET, -1, <const unsigned char*>found - w.s)
+    return True
 
 
 cdef object _walk(Walk* w, _Tables t, bytes raw):
@@ -1078,21 +1226,24 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
     cdef Py_ssize_t n = w.n
     cdef Py_ssize_t i, path_start, path_end, question, slashes, too_many_path = -1
     cdef Py_ssize_t pairs, too_many_query = -1, a, b, eq, index, piece_start
+    cdef Py_ssize_t segment_start = 0, bad_index = -1, bad_offset = 0
+    cdef int bad_rule = 0
     cdef bint path_special = False, query_plain = True
     cdef unsigned char c
-    cdef const void* found
+    cdef const unsigned char* plain
     cdef tuple segments, query
     authority = None
 
     if n > t.max_length:
         return _reject(&w.err, R_TOO_LONG, C_TARGET, -1, t.max_length)
-    found = memchr(s, 0x23, n)  # RFC 9110 §7.1: a fragment is never sent
-    if found != NULL:
-        return _reject(&w.err, R_FRAGMENT, C_TARGET, -1, <const unsigned char*>found - s)
 
     if n > 0 and s[0] == 0x2F:
+        # A '#' stops the scans below (it is never allowed raw), which then
+        # look for the first one: the fragment rule comes before raw-char.
         path_start = 0
     else:
+        if _fragment(w):  # RFC 9110 §7.1: a fragment is never sent
+            return None
         # RFC 9112 §3.2.2 absolute-form, for the schemes of RFC 9110 §4.2, in
         # any case (RFC 3986 §3.1). n >= 7 before s[0..4]; i + 3 <= n before s[i..i+2].
         if (n < 7 or (s[0] | 0x20) != 0x68 or (s[1] | 0x20) != 0x74
@@ -1110,23 +1261,39 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
             return None
         path_start = i
 
-    # raw-char in the path, counting '/' (one per segment) on the way. The
-    # inner loop skips ordinary bytes; i < n before every s[i].
+    # raw-char in the path, counting '/' (one per segment) on the way, and
+    # noting the first empty or dot segment among segments of ordinary bytes
+    # (what _check_pieces would find in a path without '%', ';' or '\').
+    # The inner loops skip ordinary bytes, eight at a time while s[i..i+7]
+    # are inside the buffer (i + 8 <= n), then one at a time (i < n).
+    plain = t.path_plain
     i = path_start
     slashes = 0
     while True:
-        while i < n and t.path_plain[s[i]]:
+        while i + 8 <= n and (plain[s[i]] & plain[s[i + 1]] & plain[s[i + 2]] & plain[s[i + 3]]
+                              & plain[s[i + 4]] & plain[s[i + 5]] & plain[s[i + 6]]
+                              & plain[s[i + 7]]):
+            i += 8
+        while i < n and plain[s[i]]:
             i += 1
-        if i >= n:
-            break
-        c = s[i]
-        if c == 0x2F:
+        c = s[i] if i < n else 0x3F  # the end: as if the query began
+        if c == 0x2F or c == 0x3F:
+            # segment slashes - 1 is s[segment_start:i] (none before the first '/')
+            if slashes and bad_index < 0 and i - segment_start <= 2:
+                if i == segment_start:
+                    if c == 0x2F and t.reject_empty:  # an empty last segment is allowed
+                        bad_index, bad_rule, bad_offset = slashes - 1, R_EMPTY, segment_start
+                elif t.reject_dots and _is_dots(s + segment_start, i - segment_start):
+                    bad_index, bad_rule, bad_offset = slashes - 1, R_DOT, segment_start
+            if c == 0x3F:
+                break
             if slashes == t.max_segments:
                 too_many_path = i
             slashes += 1
-        elif c == 0x3F:
-            break
+            segment_start = i + 1
         elif not t.path_raw[c]:
+            if _fragment(w):
+                return None
             return _reject(&w.err, R_RAW_CHAR, C_PATH, slashes - 1 if slashes else 0, i)
         else:  # '%', ';' or '\': the segment needs the careful look
             path_special = True
@@ -1134,16 +1301,23 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
     path_end = i
     question = i if i < n else -1
 
-    # raw-char in the query, counting its non-empty pairs.
+    # raw-char in the query, counting its non-empty pairs (the same loops).
     pairs = 0
     if question >= 0:
+        plain = t.query_plain
         i = piece_start = question + 1
         while True:
-            while i < n and t.query_plain[s[i]]:
+            while i + 8 <= n and (plain[s[i]] & plain[s[i + 1]] & plain[s[i + 2]]
+                                  & plain[s[i + 3]] & plain[s[i + 4]] & plain[s[i + 5]]
+                                  & plain[s[i + 6]] & plain[s[i + 7]]):
+                i += 8
+            while i < n and plain[s[i]]:
                 i += 1
             if i < n and s[i] != 0x26:
                 c = s[i]
                 if not t.query_raw[c]:
+                    if _fragment(w):
+                        return None
                     return _reject(&w.err, R_RAW_CHAR, C_QUERY, pairs, i)
                 if c == 0x25 or (c == 0x2B and t.plus):
                     query_plain = False
@@ -1170,6 +1344,12 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
     # reads them never pays for them.
     w.build = t.split or authority is not None
     if not w.build:
+        if not path_special and t.path_raw_clean:
+            # Every segment is ordinary bytes the policy allows: the scan
+            # above applied the only rules left (empty and dot segments).
+            if bad_index >= 0:
+                return _reject(&w.err, bad_rule, C_PATH, bad_index, bad_offset)
+            path_start = path_end = -1  # nothing left to check in the path
         if _check_pieces(w, t, path_start, path_end, path_special, question, pairs,
                          query_plain) < 0:
             return None
