@@ -476,7 +476,7 @@ cdef inline Py_UCS4 _code_point(const unsigned char* d, Py_ssize_t* i) noexcept:
 
 
 cdef object _utf8_text(const unsigned char* d, Py_ssize_t n):
-    """Text of n bytes of UTF-8 that _utf8_error found valid: counted, then
+    """Text of n bytes of UTF-8 that _first_bad_char found valid: counted, then
     written straight into a string of the right width (CPython's decoder
     would check it all again, through its slower general path)."""
     cdef Py_ssize_t i = 0, count = 0, k = 0
@@ -511,6 +511,7 @@ cdef struct Piece:
     bint high                  # a decoded byte >= 0x80
     bint percent               # a decoded '%' (from %25)
     bint escaped               # the piece held an escape (else decoded == raw)
+    bint backslash             # a raw '\\' (a kept separator when encoded_backslash="keep")
 
 
 cdef inline Py_ssize_t _raw_offset(const unsigned char* s, Py_ssize_t start, Py_ssize_t k) noexcept:
@@ -541,6 +542,7 @@ cdef int _decode(
     piece.high = False
     piece.percent = False
     piece.escaped = False
+    piece.backslash = False
     while i < end:
         c = s[i]
         if c == 0x25:  # '%'
@@ -566,6 +568,8 @@ cdef int _decode(
         else:
             if c == 0x2B and plus:  # '+' is space before decoding (form semantics)
                 c = 0x20
+            elif c == 0x5C:
+                piece.backslash = True
             i += 1
         out[k] = c
         k += 1
@@ -573,16 +577,25 @@ cdef int _decode(
     return 0
 
 
-cdef inline Py_ssize_t _utf8_error(const unsigned char* d, Py_ssize_t n) noexcept:
-    """The index of the first byte of d[:n] that starts no valid UTF-8 sequence
-    (RFC 3629 §4, as CPython's strict decoder reports it), or -1.
+cdef inline Py_ssize_t _first_bad_char(
+    const unsigned char* d, Py_ssize_t n, const unsigned char* ascii,
+    const unsigned int* iv, Py_ssize_t iv_n, int* rule,
+) noexcept:
+    """One pass over decoded text d[:n] for invalid-utf8, then forbidden-char:
+    the index of the first byte that starts no valid UTF-8 sequence (RFC 3629
+    §4, as CPython's strict decoder reports it), rule R_INVALID_UTF8, else of
+    the first character not allowed, rule R_FORBIDDEN; or -1.
 
     Reads d[i + k] only after checking i + k < n."""
-    cdef Py_ssize_t i = 0
+    cdef Py_ssize_t i = 0, forbidden = -1
     cdef unsigned char c, c1
+    cdef unsigned int cp
+    rule[0] = R_INVALID_UTF8
     while i < n:
         c = d[i]
         if c < 0x80:
+            if forbidden < 0 and not ascii[c]:
+                forbidden = i
             i += 1
             continue
         if c < 0xC2 or c > 0xF4:
@@ -593,6 +606,9 @@ cdef inline Py_ssize_t _utf8_error(const unsigned char* d, Py_ssize_t n) noexcep
         if c < 0xE0:
             if (c1 & 0xC0) != 0x80:
                 return i
+            cp = ((c & 0x1F) << 6) | (c1 & 0x3F)
+            if forbidden < 0 and not _in_intervals(iv, iv_n, cp):
+                forbidden = i
             i += 2
             continue
         if c < 0xF0:
@@ -600,6 +616,9 @@ cdef inline Py_ssize_t _utf8_error(const unsigned char* d, Py_ssize_t n) noexcep
                 return i
             if i + 2 >= n or (d[i + 2] & 0xC0) != 0x80:
                 return i
+            cp = ((c & 0x0F) << 12) | ((c1 & 0x3F) << 6) | (d[i + 2] & 0x3F)
+            if forbidden < 0 and not _in_intervals(iv, iv_n, cp):
+                forbidden = i
             i += 3
             continue
         if (c == 0xF0 and c1 < 0x90) or (c == 0xF4 and c1 > 0x8F) or (c1 & 0xC0) != 0x80:
@@ -608,8 +627,13 @@ cdef inline Py_ssize_t _utf8_error(const unsigned char* d, Py_ssize_t n) noexcep
             return i
         if i + 3 >= n or (d[i + 3] & 0xC0) != 0x80:
             return i
+        cp = (((c & 0x07) << 18) | ((c1 & 0x3F) << 12)
+              | ((d[i + 2] & 0x3F) << 6) | (d[i + 3] & 0x3F))
+        if forbidden < 0 and not _in_intervals(iv, iv_n, cp):
+            forbidden = i
         i += 4
-    return -1
+    rule[0] = R_FORBIDDEN
+    return forbidden
 
 
 cdef inline Py_ssize_t _forbidden_at(
@@ -617,8 +641,8 @@ cdef inline Py_ssize_t _forbidden_at(
     const unsigned int* iv, Py_ssize_t iv_n,
 ) noexcept:
     """The index of the first character of d[:n] that is not allowed, or -1.
-    d[:n] is valid UTF-8 (checked first), so a lead byte's continuation
-    bytes are all before n."""
+    d[:n] is valid UTF-8 (ASCII, or checked first), so a lead byte's
+    continuation bytes are all before n."""
     cdef Py_ssize_t i = 0, step
     cdef unsigned char c
     cdef unsigned int cp
@@ -652,15 +676,15 @@ cdef int _check_text(
 ) noexcept:
     """invalid-utf8 (anywhere in the piece), then forbidden-char."""
     cdef Py_ssize_t bad
+    cdef int rule = R_FORBIDDEN
     if piece.high:
-        bad = _utf8_error(d, piece.length)
-        if bad >= 0:
-            return _fail(err, R_INVALID_UTF8, component, index, _raw_offset(s, start, bad))
+        bad = _first_bad_char(d, piece.length, ascii, iv, iv_n, &rule)
     elif raw_clean and not piece.escaped:
         return 0  # raw bytes the policy allows, each decoding to an allowed character
-    bad = _forbidden_at(d, piece.length, ascii, iv, iv_n)
+    else:
+        bad = _forbidden_at(d, piece.length, ascii, iv, iv_n)
     if bad >= 0:
-        return _fail(err, R_FORBIDDEN, component, index, _raw_offset(s, start, bad))
+        return _fail(err, rule, component, index, _raw_offset(s, start, bad))
     return 0
 
 
@@ -726,7 +750,10 @@ cdef object _segment(Walk* w, _Tables t, Py_ssize_t a, Py_ssize_t b, Py_ssize_t 
         return None
     if _piece_rules(s, a, d, &piece, t, index, &w.err) < 0:
         return None
-    _kept_parts(t, d, piece.length, &dots, &empty)
+    if piece.first_slash >= 0 or piece.first_backslash >= 0 or piece.backslash:
+        _kept_parts(t, d, piece.length, &dots, &empty)  # a separator that was kept
+    else:
+        dots = _is_dots(d, piece.length)
     if not last and piece.length == 0:  # an empty name before ';' ("/;/admin")
         empty = True
     if t.reject_double and piece.percent:
@@ -901,22 +928,26 @@ cdef object _authority(Walk* w, _Tables t, Py_ssize_t start, Py_ssize_t end):
 
 
 cdef int _check_pieces(Walk* w, _Tables t, Py_ssize_t path_start, Py_ssize_t path_end,
-                       bint path_special, Py_ssize_t question, Py_ssize_t pairs,
-                       bint query_plain) except -2:
+                       Py_ssize_t question, Py_ssize_t pairs, bint query_plain) except -2:
     """The segment and pair rules of an origin-form target, outside "split"
     mode, making no text (w.build is off): 0, or -1 with w.err set. The same
     walks as _walk's, s[a:b] with a <= b <= path_end, then <= n."""
     cdef const unsigned char* s = w.s
     cdef Py_ssize_t n = w.n, a, b, eq, index = 0
+    cdef unsigned char c
+    cdef bint special, name_plain, value_plain
     a = path_start + 1
     while path_start >= 0:  # path_start < 0: the path was checked already
         b = a
-        while b < path_end and s[b] != 0x2F:
+        special = False
+        while b < path_end and s[b] != 0x2F:  # s[a:b], and does it hold '%', ';' or '\\'?
+            if not t.path_plain[s[b]]:
+                special = True
             b += 1
         if a == b:
             if b < path_end and t.reject_empty:
                 return _fail(&w.err, R_EMPTY, C_PATH, index, a)
-        elif path_special:
+        elif special:
             if _segment(w, t, a, b, index, b == path_end, None) is None:
                 return -1
         else:
@@ -935,17 +966,32 @@ cdef int _check_pieces(Walk* w, _Tables t, Py_ssize_t path_start, Py_ssize_t pat
     index = 0
     a = question + 1
     while index < pairs and a <= n:
+        # The pair s[a:b] (b <= n), its name up to the first '=' (eq), and
+        # whether the name and the value hold an escape or a '+' to decode.
         b = a
+        eq = -1
+        name_plain = value_plain = True
         while b < n and s[b] != 0x26:
+            c = s[b]
+            if c == 0x3D and eq < 0:
+                eq = b
+            elif c == 0x25 or (c == 0x2B and t.plus):
+                if eq < 0:
+                    name_plain = False
+                else:
+                    value_plain = False
             b += 1
         if b > a:
-            eq = a
-            while eq < b and s[eq] != 0x3D:
-                eq += 1
-            if _query_piece(w, t, a, eq, index, query_plain) is None:
-                return -1
-            if eq < b and _query_piece(w, t, eq + 1, b, index, query_plain) is None:
-                return -1
+            if eq < 0:
+                eq = b
+            # A piece of raw bytes only needs a look when the policy allows
+            # a raw byte that decodes to a character it does not allow.
+            if not (name_plain and t.query_raw_clean):
+                if _query_piece(w, t, a, eq, index, name_plain) is None:
+                    return -1
+            if eq < b and not (value_plain and t.query_raw_clean):
+                if _query_piece(w, t, eq + 1, b, index, value_plain) is None:
+                    return -1
             index += 1
         a = b + 1
     return 0
@@ -1048,14 +1094,9 @@ cdef object _lazy_segments(object target):
     cdef unsigned char kind
     cdef bint escaped = False
     # One pass over the path (s[0] == '/', up to the first '?'): where the
-    # first _NOTED '/' are, and whether a '%' needs decoding. Ordinary bytes
-    # are skipped eight at a time while s[i..i+7] are inside (i + 8 <= n).
+    # first _NOTED '/' are, and whether a '%' needs decoding. Segments are
+    # short: ordinary bytes are skipped one at a time (i < n).
     while True:
-        while i + 8 <= n and not (_PATH_BYTE[s[i]] | _PATH_BYTE[s[i + 1]] | _PATH_BYTE[s[i + 2]]
-                                  | _PATH_BYTE[s[i + 3]] | _PATH_BYTE[s[i + 4]]
-                                  | _PATH_BYTE[s[i + 5]] | _PATH_BYTE[s[i + 6]]
-                                  | _PATH_BYTE[s[i + 7]]):
-            i += 8
         while i < n and not _PATH_BYTE[s[i]]:
             i += 1
         if i >= n:
@@ -1264,16 +1305,12 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
     # raw-char in the path, counting '/' (one per segment) on the way, and
     # noting the first empty or dot segment among segments of ordinary bytes
     # (what _check_pieces would find in a path without '%', ';' or '\').
-    # The inner loops skip ordinary bytes, eight at a time while s[i..i+7]
-    # are inside the buffer (i + 8 <= n), then one at a time (i < n).
+    # The inner loop skips ordinary bytes one at a time (i < n): segments
+    # are short, and a test of eight bytes at once mostly fails on a '/'.
     plain = t.path_plain
     i = path_start
     slashes = 0
     while True:
-        while i + 8 <= n and (plain[s[i]] & plain[s[i + 1]] & plain[s[i + 2]] & plain[s[i + 3]]
-                              & plain[s[i + 4]] & plain[s[i + 5]] & plain[s[i + 6]]
-                              & plain[s[i + 7]]):
-            i += 8
         while i < n and plain[s[i]]:
             i += 1
         c = s[i] if i < n else 0x3F  # the end: as if the query began
@@ -1301,7 +1338,9 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
     path_end = i
     question = i if i < n else -1
 
-    # raw-char in the query, counting its non-empty pairs (the same loops).
+    # raw-char in the query, counting its non-empty pairs. Query values run
+    # longer: ordinary bytes are skipped eight at a time while s[i..i+7] are
+    # inside the buffer (i + 8 <= n), then one at a time (i < n).
     pairs = 0
     if question >= 0:
         plain = t.query_plain
@@ -1350,8 +1389,7 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
             if bad_index >= 0:
                 return _reject(&w.err, bad_rule, C_PATH, bad_index, bad_offset)
             path_start = path_end = -1  # nothing left to check in the path
-        if _check_pieces(w, t, path_start, path_end, path_special, question, pairs,
-                         query_plain) < 0:
+        if _check_pieces(w, t, path_start, path_end, question, pairs, query_plain) < 0:
             return None
         return _new_lazy_target(raw, t.plus)
 
