@@ -262,6 +262,107 @@ def test_pieces_ending_at_the_end_of_the_buffer(
         )
 
 
+# The scans skip ordinary bytes eight at a time while eight remain: a block
+# that ends exactly at the end of the buffer, or one byte before or after,
+# with what stops a scan as the last byte.
+LAST_BYTES = [b"a", b"/", b"%", b"?", b"&", b"=", b"+", b";", b"\\", b".", b"#", b"\x01", b"\xff"]
+
+
+@pytest.mark.parametrize("length", [P(n, id=f"{n} bytes") for n in range(3, 27)])
+@pytest.mark.parametrize("where", [P("path", id="in the path"), P("query", id="in the query")])
+def test_blocks_of_eight_at_the_end(
+    compiled: ModuleType, reference: ModuleType, length: int, where: str
+) -> None:
+    head = b"/" if where == "path" else b"/?"
+    for last in LAST_BYTES:
+        raw = head + b"b" * (length - len(head) - 1) + last
+        assert len(raw) == length
+        for policy in (Policy(), POLICY_VALUES[3], POLICY_VALUES[9]):
+            assert_same(compiled, reference, raw, policy)
+            assert_same(compiled, reference, memoryview(bytearray(raw)), policy)
+            target = verdict(lambda raw=raw, policy=policy: compiled.parse_target(raw, policy))
+            if target[0] == "accepted":  # the pieces made when first read, to the last byte
+                lazy = compiled.parse_target(memoryview(bytearray(raw)), policy)
+                expected = reference.parse_target(raw, policy)
+                assert (lazy.segments, lazy.query) == (expected.segments, expected.query)
+
+
+# The scan of the path notes the first empty or dot segment of a path of
+# ordinary bytes; the rules before it (fragment, raw-char, too-many) still win.
+SCAN_FINDINGS = [
+    P(b"/a/..", Policy(), ("dot-segment", 1, 3), id="'..' last"),
+    P(b"/./a", Policy(), ("dot-segment", 0, 1), id="'.' first"),
+    P(b"/a//b", Policy(), ("empty-segment", 1, 3), id="empty in the middle"),
+    P(b"/a/b/", Policy(), None, id="empty last is allowed"),
+    P(b"//", Policy(), ("empty-segment", 0, 1), id="two slashes"),
+    P(b"/a/../b//c", Policy(), ("dot-segment", 1, 3), id="the first finding wins"),
+    P(b"/a//../c", Policy(), ("empty-segment", 1, 3), id="empty before dots"),
+    P(b"/a/...", Policy(), None, id="three dots are a name"),
+    P(b"/a/..?q=1", Policy(), ("dot-segment", 1, 3), id="'..' before the query"),
+    P(b"/a/../b\x01", Policy(), ("raw-char", 2, 7), id="raw-char after it wins"),
+    P(b"/a/..?q=\x01", Policy(), ("raw-char", 0, 8), id="raw-char in the query wins"),
+    P(b"/a/../b#f", Policy(), ("fragment", None, 7), id="fragment wins"),
+    P(b"/\x01/#", Policy(), ("fragment", None, 3), id="fragment after a raw-char wins"),
+    P(b"/../a/b", Policy(max_segments=2), ("too-many", 2, 5), id="too-many wins"),
+    P(b"/a?x&y#", Policy(), ("fragment", None, 6), id="fragment ends the query"),
+    P(b"/a/../%41", Policy(), ("dot-segment", 1, 3), id="an escape after it: the careful walk"),
+    P(b"/a/..", Policy(dot_segment="allow"), None, id="dots allowed"),
+    P(b"/a//b", Policy(empty_segment="allow"), None, id="empty allowed"),
+]
+
+
+@pytest.mark.parametrize(("raw", "policy", "expected"), SCAN_FINDINGS)
+def test_what_the_path_scan_finds(
+    compiled: ModuleType,
+    reference: ModuleType,
+    raw: bytes,
+    policy: Policy,
+    expected: tuple[str, int | None, int] | None,
+) -> None:
+    assert_same(compiled, reference, raw, policy)
+    got = verdict(lambda: compiled.parse_target(raw, policy))
+    if expected is None:
+        assert got[0] == "accepted"
+    else:
+        assert (got[3], got[5], got[6]) == expected
+
+
+@pytest.mark.parametrize("count", [P(n, id=f"{n} pieces") for n in (31, 32, 33, 40)])
+@pytest.mark.parametrize(
+    "escape", [P(b"", id="plain"), P(b"%C3%A9", id="an escape"), P(b"+", id="a '+'")]
+)
+def test_pieces_noted_on_the_stack(
+    compiled: ModuleType, reference: ModuleType, count: int, escape: bytes
+) -> None:
+    """The first 32 segments or pairs are noted on the stack as the target's
+    pieces are first made; more, or an escape, take the general walk."""
+    policy = Policy(max_segments=64, max_params=64)
+    path = b"".join(b"/s%d" % k for k in range(count - 1)) + b"/" + escape
+    query = b"&".join(b"k%d=v%d" % (k, k) for k in range(count - 1)) + b"&k=" + escape
+    for raw in (path, path + b"?" + query, b"/?" + query + b"&&"):
+        lazy, expected = compiled.parse_target(raw, policy), reference.parse_target(raw, policy)
+        assert lazy.segments == expected.segments
+        assert lazy.query == expected.query
+
+
+@pytest.mark.parametrize("length", [P(n, id=f"{n} bytes") for n in range(20)])
+def test_short_texts_from_the_cache(compiled: ModuleType, length: int) -> None:
+    """Short texts come from a table keyed by their bytes, and query pairs
+    from one keyed by their two texts: texts of the same length that differ
+    in any one byte, and pairs that differ in either text, never come back
+    for one another."""
+    base = bytes(0x61 + k % 26 for k in range(length))
+    variants = [base] + [base[:k] + b"Z" + base[k + 1 :] for k in range(length)]
+    for _ in range(2):  # the second round reads what the first one left in the tables
+        for text in variants:
+            query = b"x=" + text + b"&" + text + b"=x&" + text + b"=" + text + b"&" + text
+            target = compiled.parse_target(b"/" + text + b"?" + query)
+            expected = text.decode("ascii")
+            assert target.segments == (expected,)
+            pairs = (("x", expected), (expected, "x"), (expected, expected), (expected, ""))
+            assert target.query == (pairs if text else pairs[:3])
+
+
 @pytest.mark.parametrize(
     "size",
     [P(n, id=f"{n} bytes") for n in (511, 512, 513, 1024, 8191, 8192, 8193)],

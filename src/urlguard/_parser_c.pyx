@@ -5,8 +5,9 @@ Same contract as the reference (``urlguard._parser_py``), to the byte: the
 same verdict, rule, component, index and offset, and the same ``Target``, for
 every input under every ``Policy``. The rules are applied in the reference's
 order: one pass over the raw bytes for the rules about the whole target
-(too-long, fragment, form, raw-char, too-many), then one pass per segment
-and per query pair. A piece without escapes is never copied: its text is
+(too-long, fragment, form, raw-char, too-many), which also applies the
+empty- and dot-segment rules to a path of ordinary bytes, then one pass per
+segment and per query pair that needs a closer look. A piece without escapes is never copied: its text is
 made from the raw bytes.
 
 An accepted origin-form target outside ``path_params="split"`` is only
@@ -20,9 +21,10 @@ A violation is written into an ``Err`` struct and the walk returns; the
 Cython frames costs about as much as parsing a plain target).
 
 Memory safety: every walk below reads ``s[i]`` only behind an explicit
-``i < end`` (or ``i + 2 < end`` for the two digits of an escape), where
-``end`` never exceeds the length of the bytes object; the comment at each
-walk says which bound holds. Decoded bytes go to a scratch buffer as long
+``i < end`` (``i + 2 < end`` for the two digits of an escape, ``i + 8 <= end``
+for a block of eight ordinary bytes skipped at once), where ``end`` never
+exceeds the length of the bytes object; the comment at each walk says which
+bound holds. Decoded bytes go to a scratch buffer as long
 as the whole target (decoding never makes a piece longer).
 tests/test_parser_c.py puts pieces, escapes and UTF-8 sequences at the very
 end of the buffer, and ``tox -e asan`` runs it under AddressSanitizer.
@@ -52,6 +54,8 @@ cdef extern from "Python.h":
         Py_ssize_t offset
     ctypedef struct PyMemberDescrObject:
         PyMemberDef* d_member
+    ctypedef struct PyTupleObject:
+        PyObject* ob_item[1]
     PyObject* PyType_GenericAlloc(PyTypeObject*, Py_ssize_t) except NULL
 
 cdef extern from *:
@@ -377,50 +381,108 @@ cdef _Tables _tables_for(object policy):
 # names, common values): the last one seen in each slot of a small table is
 # handed out again instead of a new string (str is immutable, so sharing is
 # safe; a hit saves an allocation and a deallocation). Direct-mapped by a
-# hash of the bytes; a slot holds one string, replaced on a miss.
+# hash of the bytes; a slot holds one string, replaced on a miss. Each slot
+# keeps its text's bytes as two 64-bit keys and a length, which together
+# determine the bytes exactly: a hit is decided by three integer compares,
+# without reading the string.
 cdef enum:
-    _CACHE_SLOTS = 1024
+    _CACHE_SLOTS = 512
     _CACHE_MAX_LENGTH = 16
-cdef PyObject* _cache[_CACHE_SLOTS]
+cdef struct CachedText:  # 32 bytes: a lookup reads one cache line
+    unsigned long long first
+    unsigned long long last
+    Py_ssize_t length
+    PyObject* text
+cdef CachedText _cache[_CACHE_SLOTS]
 memset(_cache, 0, sizeof(_cache))
+
+# "" and the 128 one-character ASCII strings, made once (CPython shares them too).
+cdef PyObject* _single[129]
+for _c in range(128):
+    _single_text = chr(_c)
+    Py_INCREF(_single_text)
+    _single[_c] = <PyObject*>_single_text
+_single_text = ""
+Py_INCREF(_single_text)
+_single[128] = <PyObject*>_single_text
 
 
 cdef inline object _ascii(const unsigned char* d, Py_ssize_t n):
     """Text of n ASCII bytes: from the cache, or one allocation and a copy."""
     cdef unsigned int h
-    cdef unsigned long long first, last, word
-    cdef Py_ssize_t i
+    cdef unsigned long long first, last
+    cdef unsigned int head4, tail4
+    cdef unsigned short head2, tail2
+    cdef CachedText* slot
     cdef PyObject* cached
     if n <= 1:
-        return PyUnicode_DecodeLatin1(<const char*>d, n, NULL)  # CPython's cached "" and 1-char strings
+        return <object>_single[d[0] & 0x7F] if n else <object>_single[128]
     if n <= _CACHE_MAX_LENGTH:
-        # A hash of the n bytes: for 8 <= n <= 16 two 8-byte words that
-        # together cover d[:n] (they overlap when n < 16), else the bytes one
-        # by one; every read is inside d[:n].
+        # The keys: two words of the first and the last bytes, which together
+        # cover d[:n] (overlapping unless n is 16, 8, 4 or 2): 8-byte words
+        # for 8 <= n <= 16, else two halves of one key, 4-byte or 2-byte
+        # pieces. Every read is inside d[:n].
         if n >= 8:
             memcpy(&first, d, 8)
             memcpy(&last, d + n - 8, 8)
-            word = first * 0x9E3779B97F4A7C15u ^ last * 0xC2B2AE3D27D4EB4Fu ^ <unsigned long long>n
+        elif n >= 4:
+            memcpy(&head4, d, 4)
+            memcpy(&tail4, d + n - 4, 4)
+            first = head4 | (<unsigned long long>tail4 << 32)
+            last = 0
         else:
-            word = <unsigned long long>n
-            for i in range(n):
-                word = (word << 8) | d[i]
-            word *= 0x9E3779B97F4A7C15u
-        h = <unsigned int>(word >> 40) & (_CACHE_SLOTS - 1)
-        cached = _cache[h]
-        if (cached != NULL and PyUnicode_GET_LENGTH(<object>cached) == n
-                and memcmp(PyUnicode_DATA(<object>cached), d, n) == 0):
-            return <object>cached
+            memcpy(&head2, d, 2)
+            memcpy(&tail2, d + n - 2, 2)
+            first = head2 | (<unsigned long long>tail2 << 16)
+            last = 0
+        h = <unsigned int>(((first * 0x9E3779B97F4A7C15u) ^ (last * 0xC2B2AE3D27D4EB4Fu)
+                            ^ <unsigned long long>n) >> 40) & (_CACHE_SLOTS - 1)
+        slot = &_cache[h]
+        if slot.first == first and slot.last == last and slot.length == n:
+            return <object>slot.text
         text = PyUnicode_New(n, 127)
         memcpy(PyUnicode_DATA(text), d, n)
         Py_INCREF(text)
-        cached = _cache[h]  # read again: the slot is replaced, then the old text released
-        _cache[h] = <PyObject*>text
+        slot = &_cache[h]  # read again: the slot is replaced, then the old text released
+        cached = slot.text
+        slot.text = <PyObject*>text
+        slot.first = first
+        slot.last = last
+        slot.length = n
         Py_XDECREF(cached)
         return text
     text = PyUnicode_New(n, 127)
     memcpy(PyUnicode_DATA(text), d, n)
     return text
+
+
+# Query pairs recur as well ("page=2", "lang=en"), and their texts come from
+# the table above: a (name, value) tuple is handed out again while both its
+# items are the very objects asked for. A slot holds a reference to its pair,
+# so to both texts: the addresses compared are never another object's.
+cdef enum:
+    _PAIR_SLOTS = 256
+cdef PyObject* _pairs[_PAIR_SLOTS]
+memset(_pairs, 0, sizeof(_pairs))
+
+
+cdef inline object _pair(object name, object value):
+    cdef size_t key = (<size_t><PyObject*>name) * 0x9E3779B97F4A7C15u ^ (<size_t><PyObject*>value)
+    cdef unsigned int h = <unsigned int>((key * 0xC2B2AE3D27D4EB4Fu) >> 48) & (_PAIR_SLOTS - 1)
+    cdef PyObject* cached = _pairs[h]
+    if (cached != NULL and (<PyTupleObject*>cached).ob_item[0] == <PyObject*>name
+            and (<PyTupleObject*>cached).ob_item[1] == <PyObject*>value):
+        return <object>cached
+    pair = PyTuple_New(2)
+    Py_INCREF(name)
+    PyTuple_SET_ITEM(pair, 0, name)
+    Py_INCREF(value)
+    PyTuple_SET_ITEM(pair, 1, value)
+    Py_INCREF(pair)
+    cached = _pairs[h]  # read again: the slot is replaced, then the old pair released
+    _pairs[h] = <PyObject*>pair
+    Py_XDECREF(cached)
+    return pair
 
 
 cdef inline Py_UCS4 _code_point(const unsigned char* d, Py_ssize_t* i) noexcept:
@@ -445,7 +507,7 @@ cdef inline Py_UCS4 _code_point(const unsigned char* d, Py_ssize_t* i) noexcept:
 
 
 cdef object _utf8_text(const unsigned char* d, Py_ssize_t n):
-    """Text of n bytes of UTF-8 that _utf8_error found valid: counted, then
+    """Text of n bytes of UTF-8 that _first_bad_char found valid: counted, then
     written straight into a string of the right width (CPython's decoder
     would check it all again, through its slower general path)."""
     cdef Py_ssize_t i = 0, count = 0, k = 0
@@ -480,6 +542,7 @@ cdef struct Piece:
     bint high                  # a decoded byte >= 0x80
     bint percent               # a decoded '%' (from %25)
     bint escaped               # the piece held an escape (else decoded == raw)
+    bint backslash             # a raw '\\' (a kept separator when encoded_backslash="keep")
 
 
 cdef inline Py_ssize_t _raw_offset(const unsigned char* s, Py_ssize_t start, Py_ssize_t k) noexcept:
@@ -510,6 +573,7 @@ cdef int _decode(
     piece.high = False
     piece.percent = False
     piece.escaped = False
+    piece.backslash = False
     while i < end:
         c = s[i]
         if c == 0x25:  # '%'
@@ -535,6 +599,8 @@ cdef int _decode(
         else:
             if c == 0x2B and plus:  # '+' is space before decoding (form semantics)
                 c = 0x20
+            elif c == 0x5C:
+                piece.backslash = True
             i += 1
         out[k] = c
         k += 1
@@ -542,16 +608,25 @@ cdef int _decode(
     return 0
 
 
-cdef inline Py_ssize_t _utf8_error(const unsigned char* d, Py_ssize_t n) noexcept:
-    """The index of the first byte of d[:n] that starts no valid UTF-8 sequence
-    (RFC 3629 §4, as CPython's strict decoder reports it), or -1.
+cdef inline Py_ssize_t _first_bad_char(
+    const unsigned char* d, Py_ssize_t n, const unsigned char* ascii,
+    const unsigned int* iv, Py_ssize_t iv_n, int* rule,
+) noexcept:
+    """One pass over decoded text d[:n] for invalid-utf8, then forbidden-char:
+    the index of the first byte that starts no valid UTF-8 sequence (RFC 3629
+    §4, as CPython's strict decoder reports it), rule R_INVALID_UTF8, else of
+    the first character not allowed, rule R_FORBIDDEN; or -1.
 
     Reads d[i + k] only after checking i + k < n."""
-    cdef Py_ssize_t i = 0
+    cdef Py_ssize_t i = 0, forbidden = -1
     cdef unsigned char c, c1
+    cdef unsigned int cp
+    rule[0] = R_INVALID_UTF8
     while i < n:
         c = d[i]
         if c < 0x80:
+            if forbidden < 0 and not ascii[c]:
+                forbidden = i
             i += 1
             continue
         if c < 0xC2 or c > 0xF4:
@@ -562,6 +637,9 @@ cdef inline Py_ssize_t _utf8_error(const unsigned char* d, Py_ssize_t n) noexcep
         if c < 0xE0:
             if (c1 & 0xC0) != 0x80:
                 return i
+            cp = ((c & 0x1F) << 6) | (c1 & 0x3F)
+            if forbidden < 0 and not _in_intervals(iv, iv_n, cp):
+                forbidden = i
             i += 2
             continue
         if c < 0xF0:
@@ -569,6 +647,9 @@ cdef inline Py_ssize_t _utf8_error(const unsigned char* d, Py_ssize_t n) noexcep
                 return i
             if i + 2 >= n or (d[i + 2] & 0xC0) != 0x80:
                 return i
+            cp = ((c & 0x0F) << 12) | ((c1 & 0x3F) << 6) | (d[i + 2] & 0x3F)
+            if forbidden < 0 and not _in_intervals(iv, iv_n, cp):
+                forbidden = i
             i += 3
             continue
         if (c == 0xF0 and c1 < 0x90) or (c == 0xF4 and c1 > 0x8F) or (c1 & 0xC0) != 0x80:
@@ -577,8 +658,13 @@ cdef inline Py_ssize_t _utf8_error(const unsigned char* d, Py_ssize_t n) noexcep
             return i
         if i + 3 >= n or (d[i + 3] & 0xC0) != 0x80:
             return i
+        cp = (((c & 0x07) << 18) | ((c1 & 0x3F) << 12)
+              | ((d[i + 2] & 0x3F) << 6) | (d[i + 3] & 0x3F))
+        if forbidden < 0 and not _in_intervals(iv, iv_n, cp):
+            forbidden = i
         i += 4
-    return -1
+    rule[0] = R_FORBIDDEN
+    return forbidden
 
 
 cdef inline Py_ssize_t _forbidden_at(
@@ -586,8 +672,8 @@ cdef inline Py_ssize_t _forbidden_at(
     const unsigned int* iv, Py_ssize_t iv_n,
 ) noexcept:
     """The index of the first character of d[:n] that is not allowed, or -1.
-    d[:n] is valid UTF-8 (checked first), so a lead byte's continuation
-    bytes are all before n."""
+    d[:n] is valid UTF-8 (ASCII, or checked first), so a lead byte's
+    continuation bytes are all before n."""
     cdef Py_ssize_t i = 0, step
     cdef unsigned char c
     cdef unsigned int cp
@@ -621,15 +707,15 @@ cdef int _check_text(
 ) noexcept:
     """invalid-utf8 (anywhere in the piece), then forbidden-char."""
     cdef Py_ssize_t bad
+    cdef int rule = R_FORBIDDEN
     if piece.high:
-        bad = _utf8_error(d, piece.length)
-        if bad >= 0:
-            return _fail(err, R_INVALID_UTF8, component, index, _raw_offset(s, start, bad))
+        bad = _first_bad_char(d, piece.length, ascii, iv, iv_n, &rule)
     elif raw_clean and not piece.escaped:
         return 0  # raw bytes the policy allows, each decoding to an allowed character
-    bad = _forbidden_at(d, piece.length, ascii, iv, iv_n)
+    else:
+        bad = _forbidden_at(d, piece.length, ascii, iv, iv_n)
     if bad >= 0:
-        return _fail(err, R_FORBIDDEN, component, index, _raw_offset(s, start, bad))
+        return _fail(err, rule, component, index, _raw_offset(s, start, bad))
     return 0
 
 
@@ -695,7 +781,10 @@ cdef object _segment(Walk* w, _Tables t, Py_ssize_t a, Py_ssize_t b, Py_ssize_t 
         return None
     if _piece_rules(s, a, d, &piece, t, index, &w.err) < 0:
         return None
-    _kept_parts(t, d, piece.length, &dots, &empty)
+    if piece.first_slash >= 0 or piece.first_backslash >= 0 or piece.backslash:
+        _kept_parts(t, d, piece.length, &dots, &empty)  # a separator that was kept
+    else:
+        dots = _is_dots(d, piece.length)
     if not last and piece.length == 0:  # an empty name before ';' ("/;/admin")
         empty = True
     if t.reject_double and piece.percent:
@@ -870,22 +959,26 @@ cdef object _authority(Walk* w, _Tables t, Py_ssize_t start, Py_ssize_t end):
 
 
 cdef int _check_pieces(Walk* w, _Tables t, Py_ssize_t path_start, Py_ssize_t path_end,
-                       bint path_special, Py_ssize_t question, Py_ssize_t pairs,
-                       bint query_plain) except -2:
+                       Py_ssize_t question, Py_ssize_t pairs, bint query_plain) except -2:
     """The segment and pair rules of an origin-form target, outside "split"
     mode, making no text (w.build is off): 0, or -1 with w.err set. The same
     walks as _walk's, s[a:b] with a <= b <= path_end, then <= n."""
     cdef const unsigned char* s = w.s
     cdef Py_ssize_t n = w.n, a, b, eq, index = 0
+    cdef unsigned char c
+    cdef bint special, name_plain, value_plain
     a = path_start + 1
-    while True:
+    while path_start >= 0:  # path_start < 0: the path was checked already
         b = a
-        while b < path_end and s[b] != 0x2F:
+        special = False
+        while b < path_end and s[b] != 0x2F:  # s[a:b], and does it hold '%', ';' or '\\'?
+            if not t.path_plain[s[b]]:
+                special = True
             b += 1
         if a == b:
             if b < path_end and t.reject_empty:
                 return _fail(&w.err, R_EMPTY, C_PATH, index, a)
-        elif path_special:
+        elif special:
             if _segment(w, t, a, b, index, b == path_end, None) is None:
                 return -1
         else:
@@ -904,17 +997,32 @@ cdef int _check_pieces(Walk* w, _Tables t, Py_ssize_t path_start, Py_ssize_t pat
     index = 0
     a = question + 1
     while index < pairs and a <= n:
+        # The pair s[a:b] (b <= n), its name up to the first '=' (eq), and
+        # whether the name and the value hold an escape or a '+' to decode.
         b = a
+        eq = -1
+        name_plain = value_plain = True
         while b < n and s[b] != 0x26:
+            c = s[b]
+            if c == 0x3D and eq < 0:
+                eq = b
+            elif c == 0x25 or (c == 0x2B and t.plus):
+                if eq < 0:
+                    name_plain = False
+                else:
+                    value_plain = False
             b += 1
         if b > a:
-            eq = a
-            while eq < b and s[eq] != 0x3D:
-                eq += 1
-            if _query_piece(w, t, a, eq, index, query_plain) is None:
-                return -1
-            if eq < b and _query_piece(w, t, eq + 1, b, index, query_plain) is None:
-                return -1
+            if eq < 0:
+                eq = b
+            # A piece of raw bytes only needs a look when the policy allows
+            # a raw byte that decodes to a character it does not allow.
+            if not (name_plain and t.query_raw_clean):
+                if _query_piece(w, t, a, eq, index, name_plain) is None:
+                    return -1
+            if eq < b and not (value_plain and t.query_raw_clean):
+                if _query_piece(w, t, eq + 1, b, index, value_plain) is None:
+                    return -1
             index += 1
         a = b + 1
     return 0
@@ -985,27 +1093,77 @@ cdef object _piece_text(const unsigned char* s, Py_ssize_t a, Py_ssize_t b, bint
     return _text(scratch, piece.length, piece.high)
 
 
+# What the lazy builders look for in an accepted target, a byte at a time.
+cdef enum:
+    _ORDINARY, _SEPARATOR, _EQUALS, _QUESTION, _ESCAPE
+cdef unsigned char _PATH_BYTE[256]
+cdef unsigned char _QUERY_BYTE[256]
+memset(_PATH_BYTE, _ORDINARY, sizeof(_PATH_BYTE))
+memset(_QUERY_BYTE, _ORDINARY, sizeof(_QUERY_BYTE))
+_PATH_BYTE[0x2F] = _SEPARATOR
+_PATH_BYTE[0x3F] = _QUESTION
+_PATH_BYTE[0x25] = _ESCAPE
+_QUERY_BYTE[0x26] = _SEPARATOR
+_QUERY_BYTE[0x3D] = _EQUALS
+_QUERY_BYTE[0x25] = _ESCAPE
+_QUERY_BYTE[0x2B] = _ESCAPE  # '+' is a space when plus_as_space is on
+
+# Pieces the lazy builders note on the stack in their one pass; a target with
+# more, or with an escape, takes the general walk.
+cdef enum:
+    _NOTED = 32
+
+
 cdef object _lazy_segments(object target):
     value = <object>_slot(target, _T_SEGMENTS)[0]
     if value is not None:
         return value
     cdef bytes raw = <bytes>_slot(target, _T_RAW)[0]
     cdef const unsigned char* s = <const unsigned char*>PyBytes_AS_STRING(raw)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(raw), end, a, b, count = 0, index = 0
-    cdef const void* question = memchr(s, 0x3F, n)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(raw), i = 0, count = 0, k
+    cdef Py_ssize_t slash[_NOTED + 1]
+    cdef unsigned char kind
+    cdef bint escaped = False
+    # One pass over the path (s[0] == '/', up to the first '?'): where the
+    # first _NOTED '/' are, and whether a '%' needs decoding. Segments are
+    # short: ordinary bytes are skipped one at a time (i < n).
+    while True:
+        while i < n and not _PATH_BYTE[s[i]]:
+            i += 1
+        if i >= n:
+            break
+        kind = _PATH_BYTE[s[i]]
+        if kind == _SEPARATOR:
+            if count < _NOTED:
+                slash[count] = i
+            count += 1
+        elif kind == _QUESTION:
+            break
+        else:
+            escaped = True
+        i += 1
+    if escaped or count > _NOTED:
+        return _replace_slot(target, _T_SEGMENTS, _decoded_segments(s, i, count))
+    slash[count] = i  # the end of the last segment; count <= _NOTED
+    segments = PyTuple_New(count)
+    for k in range(count):  # segment k is s[slash[k] + 1:slash[k + 1]]
+        text = _ascii(s + slash[k] + 1, slash[k + 1] - slash[k] - 1)
+        Py_INCREF(text)
+        PyTuple_SET_ITEM(segments, k, text)
+    return _replace_slot(target, _T_SEGMENTS, segments)
+
+
+cdef tuple _decoded_segments(const unsigned char* s, Py_ssize_t end, Py_ssize_t count):
+    """The ``count`` segments of the path s[0:end], escapes decoded."""
     cdef unsigned char stack[512]
     cdef unsigned char* scratch = stack
-    end = <const unsigned char*>question - s if question != NULL else n
-    for a in range(end):  # '/' per segment; the path is s[0:end], s[0] == '/'
-        if s[a] == 0x2F:
-            count += 1
+    cdef Py_ssize_t a = 1, b, index = 0
     if end > 512:
         scratch = <unsigned char*>PyMem_Malloc(end)
         if scratch == NULL:
             raise MemoryError()
     try:
         segments = PyTuple_New(count)
-        a = 1
         while index < count:  # s[a:b], 1 <= a <= b <= end
             b = a
             while b < end and s[b] != 0x2F:
@@ -1018,7 +1176,7 @@ cdef object _lazy_segments(object target):
     finally:
         if scratch != stack:
             PyMem_Free(scratch)
-    return _replace_slot(target, _T_SEGMENTS, segments)
+    return segments
 
 
 cdef object _lazy_query(object target):
@@ -1028,21 +1186,69 @@ cdef object _lazy_query(object target):
     cdef bytes raw = <bytes>_slot(target, _T_RAW)[0]
     cdef bint plus = <object>_slot(target, _T_PLUS)[0] is True
     cdef const unsigned char* s = <const unsigned char*>PyBytes_AS_STRING(raw)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(raw), start, a, b, eq, count = 0, index = 0
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(raw), start, a, eq, i, count = 0, k
+    cdef Py_ssize_t starts[_NOTED]
+    cdef Py_ssize_t equals[_NOTED]
+    cdef Py_ssize_t ends[_NOTED]
+    cdef unsigned char kind
+    cdef bint escaped = False
     cdef const void* question = memchr(s, 0x3F, n)
-    cdef unsigned char stack[512]
-    cdef unsigned char* scratch = stack
     if question == NULL:
         return _replace_slot(target, _T_QUERY, ())
     start = <const unsigned char*>question - s + 1
-    a = start
-    while a <= n:  # the non-empty '&' pieces s[a:b], b <= n
-        b = a
-        while b < n and s[b] != 0x26:
-            b += 1
-        if b > a:
-            count += 1
-        a = b + 1
+    # One pass over the query: each non-empty '&' piece s[a:i], its first
+    # '=' at eq (the first _NOTED pieces), and whether an escape or a '+'
+    # needs decoding. Ordinary bytes are skipped as in _lazy_segments; s[i]
+    # is read only when i < n.
+    a = i = start
+    eq = -1
+    while True:
+        while i + 8 <= n and not (_QUERY_BYTE[s[i]] | _QUERY_BYTE[s[i + 1]]
+                                  | _QUERY_BYTE[s[i + 2]] | _QUERY_BYTE[s[i + 3]]
+                                  | _QUERY_BYTE[s[i + 4]] | _QUERY_BYTE[s[i + 5]]
+                                  | _QUERY_BYTE[s[i + 6]] | _QUERY_BYTE[s[i + 7]]):
+            i += 8
+        while i < n and not _QUERY_BYTE[s[i]]:
+            i += 1
+        kind = _QUERY_BYTE[s[i]] if i < n else _SEPARATOR
+        if kind == _SEPARATOR:
+            if i > a:
+                if count < _NOTED:
+                    starts[count] = a
+                    equals[count] = eq if eq >= 0 else i
+                    ends[count] = i
+                count += 1
+            if i >= n:
+                break
+            a = i + 1
+            eq = -1
+        elif kind == _EQUALS:
+            if eq < 0:
+                eq = i
+        elif s[i] == 0x25 or plus:  # an escape, or a '+' that is a space
+            escaped = True
+        i += 1
+    if escaped or count > _NOTED:
+        return _replace_slot(target, _T_QUERY, _decoded_query(s, n, start, count, plus))
+    query = PyTuple_New(count)
+    for k in range(count):  # name s[starts[k]:equals[k]], value after the '=' up to ends[k]
+        name = _ascii(s + starts[k], equals[k] - starts[k])
+        if equals[k] < ends[k]:
+            value = _ascii(s + equals[k] + 1, ends[k] - equals[k] - 1)
+        else:
+            value = <object>_single[128]
+        pair = _pair(name, value)
+        Py_INCREF(pair)
+        PyTuple_SET_ITEM(query, k, pair)
+    return _replace_slot(target, _T_QUERY, query)
+
+
+cdef tuple _decoded_query(const unsigned char* s, Py_ssize_t n, Py_ssize_t start,
+                          Py_ssize_t count, bint plus):
+    """The ``count`` pairs of the query s[start:n], escapes (and '+') decoded."""
+    cdef unsigned char stack[512]
+    cdef unsigned char* scratch = stack
+    cdef Py_ssize_t a, b, eq, index = 0
     if n - start > 512:
         scratch = <unsigned char*>PyMem_Malloc(n - start)
         if scratch == NULL:
@@ -1068,8 +1274,18 @@ cdef object _lazy_query(object target):
     finally:
         if scratch != stack:
             PyMem_Free(scratch)
-    return _replace_slot(target, _T_QUERY, query)
+    return query
 
+
+
+cdef bint _fragment(Walk* w) noexcept:
+    """The fragment rule (RFC 9110 §7.1: a fragment is never sent): True,
+    with w.err set, when the target holds a '#'."""
+    cdef const void* found = memchr(w.s, 0x23, w.n)
+    if found == NULL:
+        return False
+    _fail(&w.err, R_FRAGMENT, C_TARGET, -1, <const unsigned char*>found - w.s)
+    return True
 
 
 cdef object _walk(Walk* w, _Tables t, bytes raw):
@@ -1078,21 +1294,24 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
     cdef Py_ssize_t n = w.n
     cdef Py_ssize_t i, path_start, path_end, question, slashes, too_many_path = -1
     cdef Py_ssize_t pairs, too_many_query = -1, a, b, eq, index, piece_start
+    cdef Py_ssize_t segment_start = 0, bad_index = -1, bad_offset = 0
+    cdef int bad_rule = 0
     cdef bint path_special = False, query_plain = True
     cdef unsigned char c
-    cdef const void* found
+    cdef const unsigned char* plain
     cdef tuple segments, query
     authority = None
 
     if n > t.max_length:
         return _reject(&w.err, R_TOO_LONG, C_TARGET, -1, t.max_length)
-    found = memchr(s, 0x23, n)  # RFC 9110 §7.1: a fragment is never sent
-    if found != NULL:
-        return _reject(&w.err, R_FRAGMENT, C_TARGET, -1, <const unsigned char*>found - s)
 
     if n > 0 and s[0] == 0x2F:
+        # A '#' stops the scans below (it is never allowed raw), which then
+        # look for the first one: the fragment rule comes before raw-char.
         path_start = 0
     else:
+        if _fragment(w):  # RFC 9110 §7.1: a fragment is never sent
+            return None
         # RFC 9112 §3.2.2 absolute-form, for the schemes of RFC 9110 §4.2, in
         # any case (RFC 3986 §3.1). n >= 7 before s[0..4]; i + 3 <= n before s[i..i+2].
         if (n < 7 or (s[0] | 0x20) != 0x68 or (s[1] | 0x20) != 0x74
@@ -1110,23 +1329,35 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
             return None
         path_start = i
 
-    # raw-char in the path, counting '/' (one per segment) on the way. The
-    # inner loop skips ordinary bytes; i < n before every s[i].
+    # raw-char in the path, counting '/' (one per segment) on the way, and
+    # noting the first empty or dot segment among segments of ordinary bytes
+    # (what _check_pieces would find in a path without '%', ';' or '\').
+    # The inner loop skips ordinary bytes one at a time (i < n): segments
+    # are short, and a test of eight bytes at once mostly fails on a '/'.
+    plain = t.path_plain
     i = path_start
     slashes = 0
     while True:
-        while i < n and t.path_plain[s[i]]:
+        while i < n and plain[s[i]]:
             i += 1
-        if i >= n:
-            break
-        c = s[i]
-        if c == 0x2F:
+        c = s[i] if i < n else 0x3F  # the end: as if the query began
+        if c == 0x2F or c == 0x3F:
+            # segment slashes - 1 is s[segment_start:i] (none before the first '/')
+            if slashes and bad_index < 0 and i - segment_start <= 2:
+                if i == segment_start:
+                    if c == 0x2F and t.reject_empty:  # an empty last segment is allowed
+                        bad_index, bad_rule, bad_offset = slashes - 1, R_EMPTY, segment_start
+                elif t.reject_dots and _is_dots(s + segment_start, i - segment_start):
+                    bad_index, bad_rule, bad_offset = slashes - 1, R_DOT, segment_start
+            if c == 0x3F:
+                break
             if slashes == t.max_segments:
                 too_many_path = i
             slashes += 1
-        elif c == 0x3F:
-            break
+            segment_start = i + 1
         elif not t.path_raw[c]:
+            if _fragment(w):
+                return None
             return _reject(&w.err, R_RAW_CHAR, C_PATH, slashes - 1 if slashes else 0, i)
         else:  # '%', ';' or '\': the segment needs the careful look
             path_special = True
@@ -1134,16 +1365,25 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
     path_end = i
     question = i if i < n else -1
 
-    # raw-char in the query, counting its non-empty pairs.
+    # raw-char in the query, counting its non-empty pairs. Query values run
+    # longer: ordinary bytes are skipped eight at a time while s[i..i+7] are
+    # inside the buffer (i + 8 <= n), then one at a time (i < n).
     pairs = 0
     if question >= 0:
+        plain = t.query_plain
         i = piece_start = question + 1
         while True:
-            while i < n and t.query_plain[s[i]]:
+            while i + 8 <= n and (plain[s[i]] & plain[s[i + 1]] & plain[s[i + 2]]
+                                  & plain[s[i + 3]] & plain[s[i + 4]] & plain[s[i + 5]]
+                                  & plain[s[i + 6]] & plain[s[i + 7]]):
+                i += 8
+            while i < n and plain[s[i]]:
                 i += 1
             if i < n and s[i] != 0x26:
                 c = s[i]
                 if not t.query_raw[c]:
+                    if _fragment(w):
+                        return None
                     return _reject(&w.err, R_RAW_CHAR, C_QUERY, pairs, i)
                 if c == 0x25 or (c == 0x2B and t.plus):
                     query_plain = False
@@ -1170,8 +1410,13 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
     # reads them never pays for them.
     w.build = t.split or authority is not None
     if not w.build:
-        if _check_pieces(w, t, path_start, path_end, path_special, question, pairs,
-                         query_plain) < 0:
+        if not path_special and t.path_raw_clean:
+            # Every segment is ordinary bytes the policy allows: the scan
+            # above applied the only rules left (empty and dot segments).
+            if bad_index >= 0:
+                return _reject(&w.err, bad_rule, C_PATH, bad_index, bad_offset)
+            path_start = path_end = -1  # nothing left to check in the path
+        if _check_pieces(w, t, path_start, path_end, question, pairs, query_plain) < 0:
             return None
         return _new_lazy_target(raw, t.plus)
 
