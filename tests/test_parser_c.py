@@ -280,11 +280,13 @@ def test_blocks_of_eight_at_the_end(
         for policy in (Policy(), POLICY_VALUES[3], POLICY_VALUES[9]):
             assert_same(compiled, reference, raw, policy)
             assert_same(compiled, reference, memoryview(bytearray(raw)), policy)
-            target = verdict(lambda raw=raw, policy=policy: compiled.parse_target(raw, policy))
-            if target[0] == "accepted":  # the pieces made when first read, to the last byte
-                lazy = compiled.parse_target(memoryview(bytearray(raw)), policy)
+            try:
                 expected = reference.parse_target(raw, policy)
-                assert (lazy.segments, lazy.query) == (expected.segments, expected.query)
+            except InvalidTarget:
+                continue
+            # the pieces made when first read, to the last byte
+            lazy = compiled.parse_target(memoryview(bytearray(raw)), policy)
+            assert (lazy.segments, lazy.query) == (expected.segments, expected.query)
 
 
 # The scan of the path notes the first empty or dot segment of a path of
