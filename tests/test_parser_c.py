@@ -349,13 +349,12 @@ def test_pieces_noted_on_the_stack(
 
 @pytest.mark.parametrize("length", [P(n, id=f"{n} bytes") for n in range(20)])
 def test_short_texts_from_the_cache(compiled: ModuleType, length: int) -> None:
-    """Short texts come from a table keyed by their bytes, and query pairs
-    from one keyed by their two texts: texts of the same length that differ
-    in any one byte, and pairs that differ in either text, never come back
-    for one another."""
+    """Short texts come from a table keyed by their bytes: texts of the same
+    length that differ in any one byte never come back for one another, as
+    segments, query names or query values."""
     base = bytes(0x61 + k % 26 for k in range(length))
     variants = [base] + [base[:k] + b"Z" + base[k + 1 :] for k in range(length)]
-    for _ in range(2):  # the second round reads what the first one left in the tables
+    for _ in range(2):  # the second round reads what the first one left in the table
         for text in variants:
             query = b"x=" + text + b"&" + text + b"=x&" + text + b"=" + text + b"&" + text
             target = compiled.parse_target(b"/" + text + b"?" + query)

@@ -54,8 +54,6 @@ cdef extern from "Python.h":
         Py_ssize_t offset
     ctypedef struct PyMemberDescrObject:
         PyMemberDef* d_member
-    ctypedef struct PyTupleObject:
-        PyObject* ob_item[1]
     PyObject* PyType_GenericAlloc(PyTypeObject*, Py_ssize_t) except NULL
 
 cdef extern from *:
@@ -454,35 +452,6 @@ cdef inline object _ascii(const unsigned char* d, Py_ssize_t n):
     text = PyUnicode_New(n, 127)
     memcpy(PyUnicode_DATA(text), d, n)
     return text
-
-
-# Query pairs recur as well ("page=2", "lang=en"), and their texts come from
-# the table above: a (name, value) tuple is handed out again while both its
-# items are the very objects asked for. A slot holds a reference to its pair,
-# so to both texts: the addresses compared are never another object's.
-cdef enum:
-    _PAIR_SLOTS = 256
-cdef PyObject* _pairs[_PAIR_SLOTS]
-memset(_pairs, 0, sizeof(_pairs))
-
-
-cdef inline object _pair(object name, object value):
-    cdef size_t key = (<size_t><PyObject*>name) * 0x9E3779B97F4A7C15u ^ (<size_t><PyObject*>value)
-    cdef unsigned int h = <unsigned int>((key * 0xC2B2AE3D27D4EB4Fu) >> 48) & (_PAIR_SLOTS - 1)
-    cdef PyObject* cached = _pairs[h]
-    if (cached != NULL and (<PyTupleObject*>cached).ob_item[0] == <PyObject*>name
-            and (<PyTupleObject*>cached).ob_item[1] == <PyObject*>value):
-        return <object>cached
-    pair = PyTuple_New(2)
-    Py_INCREF(name)
-    PyTuple_SET_ITEM(pair, 0, name)
-    Py_INCREF(value)
-    PyTuple_SET_ITEM(pair, 1, value)
-    Py_INCREF(pair)
-    cached = _pairs[h]  # read again: the slot is replaced, then the old pair released
-    _pairs[h] = <PyObject*>pair
-    Py_XDECREF(cached)
-    return pair
 
 
 cdef inline Py_UCS4 _code_point(const unsigned char* d, Py_ssize_t* i) noexcept:
@@ -1237,7 +1206,11 @@ cdef object _lazy_query(object target):
             value = _ascii(s + equals[k] + 1, ends[k] - equals[k] - 1)
         else:
             value = <object>_single[128]
-        pair = _pair(name, value)
+        pair = PyTuple_New(2)
+        Py_INCREF(name)
+        PyTuple_SET_ITEM(pair, 0, name)
+        Py_INCREF(value)
+        PyTuple_SET_ITEM(pair, 1, value)
         Py_INCREF(pair)
         PyTuple_SET_ITEM(query, k, pair)
     return _replace_slot(target, _T_QUERY, query)
