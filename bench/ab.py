@@ -3,6 +3,7 @@
     python -m bench.ab HEAD~1 WORKTREE             # the last commit against your edits
     python -m bench.ab 9a53bd0 HEAD --rounds 60    # two commits
     python -m bench.ab HEAD WORKTREE --subset malformed
+    python -m bench.ab 9aec83b WORKTREE --build    # build the revision's compiled parser too
 
 On a machine whose speed drifts by a factor of two within minutes, two
 separate benchmark runs cannot show a 5 % change. This loads the
@@ -11,6 +12,12 @@ revision, ``src/`` for ``WORKTREE``) and times them over the same chunks of
 the benchmark corpus, in turns, the order alternating, so that each ratio
 B/A is taken between two timings a few milliseconds apart. Both parse and
 read ``.segments`` and ``.query``, as the micro part does.
+
+A revision's archive holds the compiled parser's source, not the module:
+without ``--build`` that side runs the pure-Python reference, and the
+first lines of the output say which parser each side runs. ``--build``
+compiles it in the archive (``setup.py build_ext --inplace``: Cython and a
+C compiler, as for an install), so that two compiled parsers are compared.
 
 It prints, per subset, the median over chunks and rounds of the paired
 ratio B/A with its interquartile range, and the ratio of the summed fastest
@@ -44,12 +51,18 @@ SUBSETS = ("plain", "encoded", "malformed", "mixed")
 CHUNK = 100
 
 
-def source(revision: str, into: Path) -> Path:
-    """The folder holding the ``urlguard`` package of ``revision``."""
+# What setup.py needs beside the package to build the compiled parser.
+BUILD_FILES = ("setup.py", "pyproject.toml", "README.md", "LICENSE")
+
+
+def source(revision: str, into: Path, build: bool = False) -> Path:
+    """The folder holding the ``urlguard`` package of ``revision``; with
+    ``build``, its compiled parser built in place."""
     if revision == WORKTREE:
         return ROOT / "src"
+    paths = ["src/urlguard", *(BUILD_FILES if build else ())]
     archive = subprocess.run(
-        ["git", "archive", "--format=tar", revision, "src/urlguard"],
+        ["git", "archive", "--format=tar", revision, *paths],
         cwd=ROOT, capture_output=True, check=False,
     )  # fmt: skip
     if archive.returncode != 0:
@@ -57,7 +70,19 @@ def source(revision: str, into: Path) -> Path:
         raise SystemExit(f"bench.ab: cannot read {revision!r}: {message}")
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         tar.extractall(into, filter="data")
+    if build:
+        done = subprocess.run(
+            [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+            cwd=into, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise SystemExit(f"bench.ab: cannot build {revision!r}: {done.stderr.strip()}")
     return into / "src"
+
+
+def implementation(module: ModuleType) -> str:
+    """Which parser a loaded version runs ("compiled" or "python")."""
+    return str(getattr(module, "IMPLEMENTATION", "python"))
 
 
 def load(name: str, src: Path, shared: Sequence[str] = ()) -> ModuleType:
@@ -116,6 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("b", help="the same, for the version compared with A")
     parser.add_argument("--rounds", type=int, default=40, help="rounds over the chunks (40)")
     parser.add_argument(
+        "--build", action="store_true",
+        help="build each revision's compiled parser (Cython and a C compiler)",
+    )  # fmt: skip
+    parser.add_argument(
         "--subset", action="append", choices=SUBSETS, dest="subsets",
         help="a corpus subset (repeatable); default: all four",
     )  # fmt: skip
@@ -124,8 +153,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--rounds must be at least 1")
     corpus = build()
     with tempfile.TemporaryDirectory(prefix="urlguard-ab-") as tmp:
-        a = reader(load("urlguard_ab_a", source(args.a, Path(tmp, "a"))))
-        b = reader(load("urlguard_ab_b", source(args.b, Path(tmp, "b"))))
+        versions = {}
+        for label, revision in (("A", args.a), ("B", args.b)):
+            name = f"urlguard_ab_{label.lower()}"
+            module = load(name, source(revision, Path(tmp, label), args.build))
+            versions[label] = module
+            print(f"{label} = {revision}: the {implementation(module)} parser")
+        a, b = reader(versions["A"]), reader(versions["B"])
         rows = []
         subsets: dict[str, Sequence[bytes]] = {kind: corpus.subset(kind) for kind in KINDS}
         subsets["mixed"] = corpus.targets

@@ -315,6 +315,9 @@ def test_ab_compares_a_revision_with_the_worktree() -> None:
     done = run_ab("HEAD", "WORKTREE", "--rounds", "1", "--subset", "plain", "--subset", "malformed")
     assert done.returncode == 0, done.stderr
     assert "B = WORKTREE against A = HEAD" in done.stdout
+    # A revision's archive holds no compiled module: the output says which parser each side runs.
+    assert re.search(r"^A = HEAD: the python parser$", done.stdout, re.MULTILINE), done.stdout
+    assert re.search(r"^B = WORKTREE: the (compiled|python) parser$", done.stdout, re.MULTILINE)
     # One round over 16 chunks of plain targets and one chunk of malformed ones.
     assert row(done.stdout, "plain") is not None, done.stdout
     assert row(done.stdout, "malformed") is not None, done.stdout
