@@ -289,6 +289,8 @@ def test_blocks_of_eight_at_the_end(
             assert (lazy.segments, lazy.query) == (expected.segments, expected.query)
 
 
+KEEP_RAW_BACKSLASH = Policy(encoded_backslash="keep", raw_path_extra="\\")
+
 # The scan of the path notes the first empty or dot segment of a path of
 # ordinary bytes; the rules before it (fragment, raw-char, too-many) still win.
 SCAN_FINDINGS = [
@@ -309,6 +311,13 @@ SCAN_FINDINGS = [
     P(b"/a?x&y#", Policy(), ("fragment", None, 6), id="fragment ends the query"),
     P(b"/a/../%41", Policy(), ("dot-segment", 1, 3), id="an escape after it: the careful walk"),
     P(b"/a/..", Policy(dot_segment="allow"), None, id="dots allowed"),
+    # A raw '\\' kept as a separator (encoded_backslash="keep", allowed raw)
+    # splits the segment it is in: its parts obey the dot and empty rules.
+    P(b"/..\\x", KEEP_RAW_BACKSLASH, ("dot-segment", 0, 1), id="raw backslash after dots"),
+    P(b"/x\\..", KEEP_RAW_BACKSLASH, ("dot-segment", 0, 1), id="raw backslash before dots"),
+    P(b"/a\\\\b", KEEP_RAW_BACKSLASH, ("empty-segment", 0, 1), id="two raw backslashes"),
+    P(b"/a/..\\%41", KEEP_RAW_BACKSLASH, ("dot-segment", 1, 3), id="raw backslash and escape"),
+    P(b"/a\\b", KEEP_RAW_BACKSLASH, None, id="raw backslash between names"),
     P(b"/a//b", Policy(empty_segment="allow"), None, id="empty allowed"),
 ]
 

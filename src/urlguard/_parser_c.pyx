@@ -511,7 +511,6 @@ cdef struct Piece:
     bint high                  # a decoded byte >= 0x80
     bint percent               # a decoded '%' (from %25)
     bint escaped               # the piece held an escape (else decoded == raw)
-    bint backslash             # a raw '\\' (a kept separator when encoded_backslash="keep")
 
 
 cdef inline Py_ssize_t _raw_offset(const unsigned char* s, Py_ssize_t start, Py_ssize_t k) noexcept:
@@ -542,7 +541,6 @@ cdef int _decode(
     piece.high = False
     piece.percent = False
     piece.escaped = False
-    piece.backslash = False
     while i < end:
         c = s[i]
         if c == 0x25:  # '%'
@@ -568,8 +566,6 @@ cdef int _decode(
         else:
             if c == 0x2B and plus:  # '+' is space before decoding (form semantics)
                 c = 0x20
-            elif c == 0x5C:
-                piece.backslash = True
             i += 1
         out[k] = c
         k += 1
@@ -734,23 +730,26 @@ cdef struct Walk:
 
 
 cdef object _segment(Walk* w, _Tables t, Py_ssize_t a, Py_ssize_t b, Py_ssize_t index,
-                     bint last, list params_out):
+                     bint last, list params_out, Py_ssize_t semi):
     """Check segment ``index`` (raw bytes s[a:b], a <= b <= n, holding an
-    escape, a ';' or a '\\') and return its text, or None with w.err set."""
+    escape, a ';' or a '\\') and return its text, or None with w.err set.
+    ``semi``: where its first ';' is (b when it has none), or -1: not known."""
     cdef const unsigned char* s = w.s
     cdef unsigned char* d = w.scratch
     cdef Piece piece
-    cdef Py_ssize_t semi, name_end, p0, p1, eq
+    cdef Py_ssize_t name_end, p0, p1, eq
     cdef bint dots = False, empty = False, double = False
-    semi = a
-    while semi < b and s[semi] != 0x3B:  # the first raw ';' (semi stays <= b)
-        semi += 1
+    if semi < 0:
+        semi = a
+        while semi < b and s[semi] != 0x3B:  # the first raw ';' (semi stays <= b)
+            semi += 1
     name_end = semi if t.split else b
     if _decode(s, a, name_end, False, d, &piece, C_PATH, index, &w.err) < 0:
         return None
     if _piece_rules(s, a, d, &piece, t, index, &w.err) < 0:
         return None
-    if piece.first_slash >= 0 or piece.first_backslash >= 0 or piece.backslash:
+    if (piece.first_slash >= 0 or piece.first_backslash >= 0
+            or (t.kept_backslash_raw and memchr(s + a, 0x5C, name_end - a) != NULL)):
         _kept_parts(t, d, piece.length, &dots, &empty)  # a separator that was kept
     else:
         dots = _is_dots(d, piece.length)
@@ -935,20 +934,26 @@ cdef int _check_pieces(Walk* w, _Tables t, Py_ssize_t path_start, Py_ssize_t pat
     cdef const unsigned char* s = w.s
     cdef Py_ssize_t n = w.n, a, b, eq, index = 0
     cdef unsigned char c
+    cdef Py_ssize_t semi
     cdef bint special, name_plain, value_plain
     a = path_start + 1
     while path_start >= 0:  # path_start < 0: the path was checked already
         b = a
         special = False
-        while b < path_end and s[b] != 0x2F:  # s[a:b], and does it hold '%', ';' or '\\'?
+        semi = -1
+        while b < path_end and s[b] != 0x2F:  # s[a:b]: does it hold '%', ';' or '\\'?
             if not t.path_plain[s[b]]:
                 special = True
+                if s[b] == 0x3B and semi < 0:
+                    semi = b  # the first ';', for _segment
             b += 1
+        if semi < 0:
+            semi = b
         if a == b:
             if b < path_end and t.reject_empty:
                 return _fail(&w.err, R_EMPTY, C_PATH, index, a)
         elif special:
-            if _segment(w, t, a, b, index, b == path_end, None) is None:
+            if _segment(w, t, a, b, index, b == path_end, None, semi) is None:
                 return -1
         else:
             if not t.path_raw_clean:
@@ -1416,7 +1421,7 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
                 if t.split:
                     params.append(())
             elif path_special:
-                text = _segment(w, t, a, b, index, b == path_end, params)
+                text = _segment(w, t, a, b, index, b == path_end, params, -1)
                 if text is None:
                     return None
             else:
