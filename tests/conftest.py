@@ -84,6 +84,21 @@ def implementation_module(name: str) -> ModuleType:
         pytest.skip(f"the compiled parser is not built here ({error})")
 
 
+def target_fields(target: urlguard.Target) -> tuple[object, ...]:
+    """Everything a ``Target`` shows (its pieces made, if they were not yet):
+    what two parsers, or a target and its copy, must agree on."""
+    return (
+        repr(target),
+        target.raw,
+        target.raw_path,
+        target.raw_query,
+        target.authority,
+        target.segments,
+        target.params,
+        target.query,
+    )
+
+
 def _implementation_modules() -> tuple[ModuleType, ...]:
     modules = [_reference()]
     compiled = sys.modules.get(COMPILED_MODULE)

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conftest import implementation_module
+from conftest import implementation_module, target_fields
 from urlguard import InvalidTarget, Policy, Target
 from urlguard import _grammar as g
 
@@ -142,18 +142,7 @@ def verdict(parse: Callable[[], Target]) -> tuple[Any, ...]:
             str(error),
         )
     assert type(target) is Target or isinstance(target, Target)
-    return (
-        "accepted",
-        target.raw,
-        target.raw_path,
-        target.raw_query,
-        target.authority,
-        target.segments,
-        target.params,
-        target.query,
-        repr(target),
-        hash(target),
-    )
+    return ("accepted", *target_fields(target), hash(target))
 
 
 def assert_same(compiled: ModuleType, reference: ModuleType, raw: Any, policy: Policy) -> None:

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import target_fields
 from urlguard import InvalidTarget, Policy, Target, parse_target
 from urlguard._parser import parse_split_target
 
@@ -35,26 +36,13 @@ def _joined(path: bytes, query: bytes) -> bytes:
     return path + b"?" + query if query else path
 
 
-def _fields(target: Target) -> tuple[object, ...]:
-    return (
-        repr(target),
-        target.raw,
-        target.raw_path,
-        target.raw_query,
-        target.authority,
-        target.segments,
-        target.params,
-        target.query,
-    )
-
-
 def _verdict(parse: object) -> tuple[object, ...]:
     try:
         target = parse()  # type: ignore[operator]
     except InvalidTarget as exc:
         return ("rejected", exc.rule, exc.component, exc.index, exc.offset)
     assert isinstance(target, Target)
-    return ("accepted", *_fields(target))
+    return ("accepted", *target_fields(target))
 
 
 # (path, query) -> accepted segments and query, or the rule; each also
@@ -140,10 +128,10 @@ def test_targets_copy_and_pickle(make: Any, duplicate: Any) -> None:
     for read_first in (False, True):
         target = make()
         if read_first:
-            _fields(target)
+            target_fields(target)
         again = duplicate(target)
         assert type(again) is type(target)
-        assert _fields(again) == _fields(target)
+        assert target_fields(again) == target_fields(target)
         assert again == target
         assert hash(again) == hash(target)
 
