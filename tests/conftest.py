@@ -54,8 +54,9 @@ ON_BOTH = frozenset(
 
 REFERENCE_MODULE = "urlguard._parser_py"
 COMPILED_MODULE = "urlguard._parser_c"
-# The names that hold a parser function, in urlguard and in test modules.
-FUNCTIONS = ("parse_target", "parse_split_target")
+# The names that hold a parser function, in urlguard and in test modules
+# (decider_for: what the guard asks at construction for its decider).
+FUNCTIONS = ("parse_target", "parse_split_target", "decider_for")
 
 # What this process chose at import (before any test swapped anything).
 SELECTED = {name: getattr(urlguard._parser, name) for name in FUNCTIONS}

@@ -55,12 +55,13 @@ def make(request: Request | None = None, **options: Any) -> tuple[Guard[Carrier,
 
 def decide(
     guard: Guard[Carrier, App],
-    raw: bytes | None,
+    raw: Any,  # bytes or None; now and then what a server may hand over instead
     query: bytes | None = None,
     mount: bytes | None = None,
     carrier: Carrier | None = None,
 ) -> Answer | App | None:
-    return guard.decide(raw, query, mount, {} if carrier is None else carrier)
+    # As the adapters ask: through the decider, compiled when the parser is.
+    return guard.decider().decide(raw, query, mount, {} if carrier is None else carrier)
 
 
 def accepted(
@@ -120,12 +121,17 @@ DECISIONS = [
     P(b"/mnt/a", None, b"/mnt", ("a",), id="below the mount point"),
     P(b"/mnt", None, b"/mnt", ("",), id="the mount point itself"),
     P(b"/my%20app/a%2Fb", None, b"/my app", 400, id="below the mount point, judged"),
+    P(bytearray(b"/a%zz"), None, None, 400, id="rejected, a bytearray"),
+    P(bytearray(b"/mnt/a"), b"q", b"/mnt", ("a",), id="a bytearray below the mount point"),
 ]
 
 
 @pytest.mark.parametrize(("raw", "query", "mount", "expected"), DECISIONS)
 def test_decide(
-    raw: bytes, query: bytes | None, mount: bytes | None, expected: tuple[str, ...] | int
+    raw: bytes | bytearray,
+    query: bytes | None,
+    mount: bytes | None,
+    expected: tuple[str, ...] | int,
 ) -> None:
     guard, reader = make()
     carrier: Carrier = {}
@@ -222,6 +228,58 @@ def test_mount_point_itself_is_its_slash(
     slash = accepted(guard, path + b"/" + question + rest, query, mount)
     assert bare == slash
     assert (bare.raw, bare.segments) == (relative, ("",))
+
+
+# Where the mount point is taken off: the raw target the Target holds, or
+# None when it is rejected. The mount point is glued in front of the raw path
+# (uvicorn), given with a trailing '/', escaped, or not there at all.
+UNMOUNTED = [
+    # mount point, raw target -> Target.raw
+    P(b"/mnt", b"/mnt/a", b"/a", id="glued in front"),
+    P(b"/mnt", b"/mnt/", b"/", id="its slash"),
+    P(b"/mnt", b"/mnt", b"/", id="itself"),
+    P(b"/mnt", b"/mnt?q", b"/?q", id="itself, a query"),
+    P(b"/mnt", b"/mnt/a?q=/mnt", b"/a?q=/mnt", id="a query that names it"),
+    P(b"/mnt", b"/mntx/a", b"/mntx/a", id="a longer first segment"),
+    P(b"/mnt", b"/mn", b"/mn", id="a shorter path"),
+    P(b"/mnt", b"/MNT/a", b"/MNT/a", id="another case"),
+    P(b"/mnt", b"/a/mnt/b", b"/a/mnt/b", id="further down"),
+    P(b"/mnt", b"/mnt//a", None, id="an empty segment after it"),
+    P(b"/mnt/", b"/mnt/a", b"/a", id="a trailing slash"),
+    P(b"/mnt/", b"/mnt", b"/", id="a trailing slash, itself"),
+    P(b"/mnt/", b"/mnt//a", None, id="a trailing slash, then an empty segment"),
+    P(b"/", b"/a", b"/a", id="the root"),
+    P(b"/a/b", b"/a/b/c", b"/c", id="two segments"),
+    P(b"/a/b", b"/a/bc", b"/a/bc", id="two segments, a longer last one"),
+    P(b"/my app", b"/my%20app/x", b"/x", id="an escaped mount point"),
+    P(b"/caf\xc3\xa9", b"/caf%C3%A9/x", b"/x", id="a non-ASCII mount point"),
+    P(b"/%7E", b"/%7E/x", b"/x", id="a '%' in the mount point, glued in front"),
+]
+
+
+@pytest.mark.parametrize(("mount", "raw", "relative"), UNMOUNTED)
+def test_where_the_mount_point_is_taken_off(
+    mount: bytes, raw: bytes, relative: bytes | None
+) -> None:
+    guard, _ = make()
+    carrier: Carrier = {}
+    decision = decide(guard, raw, None, mount, carrier)
+    if relative is None:
+        assert isinstance(decision, Answer)
+    else:
+        assert decision is None
+        assert carrier["urlguard.target"].raw == relative
+
+
+def test_the_decider_is_compiled_with_the_compiled_parser(implementation: str) -> None:
+    for options in ({}, {"routes": {"/a/": {"encoded_slash": "keep"}}}, {"mode": "report"}):
+        guard, _ = make(**options)
+        decider = guard.decider()
+        if implementation == "python":
+            assert decider is guard
+        else:
+            assert type(decider).__module__ == "urlguard._parser_c"
+            assert decider.decide != guard.decide
 
 
 def test_answer_is_complete_and_never_echoes() -> None:

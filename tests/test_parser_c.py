@@ -13,7 +13,9 @@ the scratch buffer moves from the stack to the heap.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -24,6 +26,8 @@ from hypothesis import strategies as st
 from conftest import implementation_module, target_fields
 from urlguard import InvalidTarget, Policy, Target
 from urlguard import _grammar as g
+from urlguard._answers import Answer
+from urlguard._guard import Guard, Request
 
 P = pytest.param
 ALL_EXTRA = g.to_str(g.ALLOWABLE_RAW_EXTRA)
@@ -465,3 +469,109 @@ def test_pieces_made_when_first_read(
     assert lazy.query is lazy.query
     assert lazy.params == expected.params
     assert lazy == expected
+
+
+# --- the guard's decision, in C -------------------------------------------------------
+
+# Guards that take each way through the decision: routes (one of them
+# escaped), report-only, matrix parameters split, on_reject's application,
+# a server without a raw target.
+GUARD_OPTIONS: list[dict[str, Any]] = [
+    {},
+    {"routes": {"/files/": {"encoded_slash": "keep"}, "/api": Policy.browser(), "/%C3%A9/": {}}},
+    {"mode": "report"},
+    {"policy": Policy(max_length=40, path_params="split", encoded_slash="keep")},
+    {"on_reject": lambda exc, carrier: _on_reject_app},
+    {"missing_raw_target": "validate-decoded", "policy": Policy.browser()},
+]
+MOUNT_POINTS = [None, b"", b"/", b"/mnt", b"/mnt/", b"/my app", b"/caf\xc3\xa9"]
+METHODS = ["GET", "HEAD", "OPTIONS"]
+
+
+def _on_reject_app(*args: Any) -> None:
+    return None
+
+
+@contextmanager
+def log_lines() -> Iterator[list[str]]:
+    lines: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("urlguard")
+    logger.addHandler(handler)
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+
+
+def observed(carrier: dict[str, Any]) -> dict[str, Any]:
+    shown: dict[str, Any] = {}
+    for key, value in carrier.items():
+        if isinstance(value, Target):
+            shown[key] = target_fields(value)
+        elif isinstance(value, InvalidTarget):
+            shown[key] = (value.rule, value.component, value.index, value.offset)
+        else:
+            shown[key] = value
+    return shown
+
+
+def decision(
+    use_decider: bool, options: dict[str, Any], request: Request, raw: Any, query: Any, mount: Any
+) -> Any:
+    """Everything one decision shows: what it returns, what the carrier then
+    holds, the log lines, the counters, how often the request was read."""
+    reads: list[int] = []
+
+    def read(carrier: Any) -> Request:
+        reads.append(1)
+        return request
+
+    guard: Guard[Any, Any] = Guard("test", "ASGI", read, "nothing given", **options)
+    decide = guard.decider().decide if use_decider else guard.decide
+    carrier: dict[str, Any] = {"urlguard.target": "stale", "server's own": 1}
+    with log_lines() as lines:
+        returned = decide(raw, query, mount, carrier)
+    if isinstance(returned, Answer):
+        returned = (returned.status, returned.headers, returned.body, returned.reason)
+    return returned, observed(carrier), lines, guard.violations, len(reads)
+
+
+raw_targets = st.one_of(
+    valid_targets(),
+    any_targets,
+    st.tuples(
+        st.sampled_from([b"/mnt", b"/my%20app", b"/caf%C3%A9", b"/mnt/"]), valid_targets()
+    ).map(b"".join),
+    st.none(),
+    valid_targets().map(bytearray),
+)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    options=st.sampled_from(GUARD_OPTIONS),
+    method=st.sampled_from(METHODS),
+    raw=raw_targets,
+    query=st.one_of(st.none(), st.just(b""), token_targets),
+    mount=st.sampled_from(MOUNT_POINTS),
+    path=st.one_of(st.none(), valid_targets()),
+)
+@example(options={}, method="OPTIONS", raw=b"/mnt*", query=None, mount=b"/mnt", path=None)
+@example(options={}, method="GET", raw=b"/mnt", query=b"q", mount=b"/mnt", path=None)
+def test_compiled_decider_agrees_with_the_guard(
+    compiled: ModuleType,
+    options: dict[str, Any],
+    method: str,
+    raw: bytes | None,
+    query: bytes | None,
+    mount: bytes | None,
+    path: bytes | None,
+) -> None:
+    """The decider in C answers every request as ``Guard.decide`` does:
+    the same decision, carrier, log lines and counters."""
+    request = Request(method, path=path, query=query or b"")
+    asked = (raw, query, mount)
+    got = decision(True, options, request, *asked)
+    assert got == decision(False, options, request, *asked)

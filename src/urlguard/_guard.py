@@ -13,6 +13,10 @@ and asks :meth:`Guard.decide`, which answers one of:
 
 The common case is one test for the adapter (``decision is None``), and the
 guard stores the target itself: on every request, no ``isinstance`` chain.
+The adapters ask through :meth:`Guard.decider`: with the compiled parser, a
+twin of ``decide`` in C that reaches the parser without a Python frame
+between, and hands everything but an accepted raw target back to this
+class (``decide_invalid``, or ``decide`` itself).
 
 Everything else happens here, once for both: the options, checked at
 construction (``TypeError``/``ValueError`` naming the keyword); the mount
@@ -39,14 +43,14 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any, Final, Generic, Literal, NamedTuple, TypeVar
+from typing import Any, Final, Generic, Literal, NamedTuple, Protocol, TypeVar
 from urllib.parse import quote_from_bytes
 
 from . import _grammar as g
 from ._answers import Answer, answer, refusal, rejection
 from ._config import MODES, Config, Mode, check_prefix, load_config, route_policy
 from ._errors import InvalidTarget
-from ._parser import parse_split_target, parse_target
+from ._parser import decider_for, parse_split_target, parse_target
 from ._policy import DEFAULT_POLICY, Policy
 from ._routes import Route, RouteTable, is_server_wide_options, unmount
 from ._target import Target
@@ -56,6 +60,7 @@ __all__ = [
     "TARGET_KEY",
     "VIOLATION_KEY",
     "Answer",
+    "Decider",
     "Guard",
     "GuardedMiddleware",
     "MissingRawTarget",
@@ -82,6 +87,8 @@ LOG_LIMIT: Final = 256
 #: application an adapter guards (and ``on_reject`` returns).
 C = TypeVar("C", bound=MutableMapping[str, Any])
 A = TypeVar("A", bound=Callable[..., Any])
+C_in = TypeVar("C_in", bound=MutableMapping[str, Any], contravariant=True)
+A_out = TypeVar("A_out", bound=Callable[..., Any], covariant=True)
 
 
 class Request(NamedTuple):
@@ -101,6 +108,14 @@ class Request(NamedTuple):
     #: even that) and the raw query.
     path: bytes | None = None
     query: bytes = b""
+
+
+class Decider(Protocol[C_in, A_out]):
+    """Whatever answers :meth:`Guard.decide`'s question: the guard, or its compiled twin."""
+
+    def decide(
+        self, raw: bytes | None, query: bytes | None, mount: bytes | None, carrier: C_in, /
+    ) -> Answer | A_out | None: ...
 
 
 class Guard(Generic[C, A]):
@@ -225,12 +240,14 @@ class Guard(Generic[C, A]):
                     raw, query, self.table.select(raw) if self.routed else self.policy
                 )
         except InvalidTarget as exc:
-            return self._violation(exc, raw if not query else b"?".join((raw, query)), carrier)
+            return self.decide_invalid(exc, raw if not query else b"?".join((raw, query)), carrier)
         return None
 
-    def _violation(
+    def decide_invalid(
         self, exc: InvalidTarget, target: bytes, carrier: C, request: Request | None = None
     ) -> Answer | A | None:
+        """The decision for a request whose ``target`` broke a rule (``exc``):
+        passed on for ``OPTIONS *`` and in report-only mode, else answered."""
         if request is None:
             request = self._read(carrier)
         if is_server_wide_options(request.method, target):
@@ -247,6 +264,14 @@ class Guard(Generic[C, A]):
             request.method, 400, content_type, body, f"invalid request target: {exc.rule}"
         )
 
+    def decider(self) -> Decider[C, A]:
+        """What the adapters ask on every request: an object whose ``decide``
+        is this guard's. With the compiled parser it is made in C (the
+        Python frame of :meth:`decide` costs more than the rest of what an
+        adapter does); with the reference, it is this guard."""
+        decider: Decider[C, A] = decider_for(self)
+        return decider
+
     def _without_raw_target(self, mount: bytes | None, carrier: C) -> Answer | A | None:
         request = self._read(carrier)
         target = b""
@@ -258,7 +283,7 @@ class Guard(Generic[C, A]):
             try:
                 carrier[TARGET_KEY] = self.check_decoded(target)
             except InvalidTarget as exc:
-                return self._violation(exc, target, carrier, request)
+                return self.decide_invalid(exc, target, carrier, request)
             return None
         if is_server_wide_options(request.method, target):
             return None
@@ -443,6 +468,7 @@ class GuardedMiddleware(Generic[A, C]):
             missing_raw_target=missing_raw_target,
             log_level=log_level,
         )
+        self._decider = self._guard.decider()
 
     @property
     def mode(self) -> str:
@@ -567,7 +593,8 @@ def escape(value: bytes | str, limit: int = LOG_LIMIT) -> str:
         >>> print(escape(b"/" + b"a" * 300, limit=4))
         /aaa...[len=301]
     """
-    text = value.decode("latin-1") if isinstance(value, bytes) else value
+    # Any bytes-like value: a server may hand over a bytearray for raw_path.
+    text = value if isinstance(value, str) else bytes(value).decode("latin-1")
     size = len(text)
     out = _UNSAFE.sub(_escape_char, text[:limit])
     if size > limit:

@@ -9,7 +9,9 @@ chosen once, at import:
 * on an interpreter other than CPython the reference is used;
 * so it is when the compiled module was not built (no C compiler at install).
 
-Everything else in urlguard imports the parser from here.
+Everything else in urlguard imports the parser from here, and so does the
+guard its decider (``decider_for``): the compiled module makes the
+decision of a request that passes in C as well.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import os
 import sys
 from typing import Literal
 
-__all__ = ["IMPLEMENTATION", "parse_split_target", "parse_target"]
+__all__ = ["IMPLEMENTATION", "decider_for", "parse_split_target", "parse_target"]
 
 
 def _no_extensions(environ: os._Environ[str] | dict[str, str] = os.environ) -> bool:
@@ -37,9 +39,9 @@ IMPLEMENTATION: Literal["compiled", "python"]
 try:
     if _no_extensions() or sys.implementation.name != "cpython":
         raise ImportError("the compiled parser is not wanted here")
-    from ._parser_c import parse_split_target, parse_target
+    from ._parser_c import decider_for, parse_split_target, parse_target
 except ImportError:  # not wanted, or built without a C compiler: the reference
-    from ._parser_py import parse_split_target, parse_target  # type: ignore[no-redef]
+    from ._parser_py import decider_for, parse_split_target, parse_target  # type: ignore[no-redef]
 
     IMPLEMENTATION = "python"
 else:

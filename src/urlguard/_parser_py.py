@@ -14,7 +14,7 @@ the same answer on every input, and the tests hold it to that.
 from __future__ import annotations
 
 import re
-from typing import Final, overload
+from typing import Final, TypeVar, overload
 from urllib.parse import unquote_to_bytes
 
 from . import _grammar as g
@@ -23,6 +23,7 @@ from ._policy import DEFAULT_POLICY, Policy
 from ._target import Pairs, Target
 
 _DOTS: Final = frozenset((".", ".."))
+_G = TypeVar("_G")
 
 # RFC 3986 §2.1: pct-encoded = "%" HEXDIG HEXDIG (either case).
 _MALFORMED_ESCAPE: Final = re.compile(rb"%(?![0-9A-Fa-f]{2})")
@@ -96,6 +97,13 @@ def parse_split_target(
     query``, or of ``raw_path`` alone when ``query`` is empty."""
     raw_path, query = _as_bytes(raw_path), _as_bytes(query)
     return parse_target(raw_path + b"?" + query if query else raw_path, policy)
+
+
+def decider_for(guard: _G) -> _G:
+    """What answers each request for ``guard`` (a ``urlguard._guard.Guard``):
+    the guard itself, whose ``decide`` is the reference decision. The
+    compiled module's twin returns the same decision made in C."""
+    return guard
 
 
 def _parse(raw: bytes, p: Policy) -> Target:

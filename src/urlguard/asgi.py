@@ -128,7 +128,7 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
             mount = None
             if root:  # ASCII as a rule: encoded without looking the codec up by name
                 mount = root.encode() if root.isascii() else root.encode("utf-8", "surrogatepass")
-            decision = self._guard.decide(raw, query, mount, scope)
+            decision = self._decider.decide(raw, query, mount, scope)
             if decision is not None:  # None, the common case: the target is stored, go on
                 if isinstance(decision, Answer):
                     await _send(scope, send, decision)

@@ -103,7 +103,7 @@ class StrictURLMiddleware(GuardedMiddleware[WSGIApplication, WSGIEnvironment]):
         except AttributeError:  # None, or bytes
             target = _raw_bytes(raw, environ)
         script = environ.get("SCRIPT_NAME")
-        decision = self._guard.decide(target, None, _latin1(script) if script else None, environ)
+        decision = self._decider.decide(target, None, _latin1(script) if script else None, environ)
         if decision is not None:  # None, the common case: the target is stored, go on
             if isinstance(decision, Answer):
                 start_response(decision.status_line, list(decision.headers))
