@@ -376,26 +376,11 @@ cdef _Tables _tables_for(object policy):
 
 # --- text ---------------------------------------------------------------------------
 
-# Short ASCII texts recur from request to request (segment names, query
-# names, common values): the last one seen in each slot of a small table is
-# handed out again instead of a new string (str is immutable, so sharing is
-# safe; a hit saves an allocation and a deallocation). Direct-mapped by a
-# hash of the bytes; a slot holds one string, replaced on a miss. Each slot
-# keeps its text's bytes as two 64-bit keys and a length, which together
-# determine the bytes exactly: a hit is decided by three integer compares,
-# without reading the string.
-cdef enum:
-    _CACHE_SLOTS = 512
-    _CACHE_MAX_LENGTH = 16
-cdef struct CachedText:  # 32 bytes: a lookup reads one cache line
-    unsigned long long first
-    unsigned long long last
-    Py_ssize_t length
-    PyObject* text
-cdef CachedText _cache[_CACHE_SLOTS]
-memset(_cache, 0, sizeof(_cache))
-
 # "" and the 128 one-character ASCII strings, made once (CPython shares them too).
+# Longer texts are made anew: a table of recent texts, handed out again,
+# saved ~100 instructions per text but cost time, because its lines are
+# cold when a request comes after other code has run (measured in the
+# micro benchmark's rotation: mixed corpus 0.296 -> 0.267 of naive without it).
 cdef PyObject* _single[129]
 for _c in range(128):
     _single_text = chr(_c)
@@ -407,49 +392,9 @@ _single[128] = <PyObject*>_single_text
 
 
 cdef inline object _ascii(const unsigned char* d, Py_ssize_t n):
-    """Text of n ASCII bytes: from the cache, or one allocation and a copy."""
-    cdef unsigned int h
-    cdef unsigned long long first, last
-    cdef unsigned int head4, tail4
-    cdef unsigned short head2, tail2
-    cdef CachedText* slot
-    cdef PyObject* cached
+    """Text of n ASCII bytes: one allocation and a copy."""
     if n <= 1:
         return <object>_single[d[0] & 0x7F] if n else <object>_single[128]
-    if n <= _CACHE_MAX_LENGTH:
-        # The keys: two words of the first and the last bytes, which together
-        # cover d[:n] (overlapping unless n is 16, 8, 4 or 2): 8-byte words
-        # for 8 <= n <= 16, else two halves of one key, 4-byte or 2-byte
-        # pieces. Every read is inside d[:n].
-        if n >= 8:
-            memcpy(&first, d, 8)
-            memcpy(&last, d + n - 8, 8)
-        elif n >= 4:
-            memcpy(&head4, d, 4)
-            memcpy(&tail4, d + n - 4, 4)
-            first = head4 | (<unsigned long long>tail4 << 32)
-            last = 0
-        else:
-            memcpy(&head2, d, 2)
-            memcpy(&tail2, d + n - 2, 2)
-            first = head2 | (<unsigned long long>tail2 << 16)
-            last = 0
-        h = <unsigned int>(((first * 0x9E3779B97F4A7C15u) ^ (last * 0xC2B2AE3D27D4EB4Fu)
-                            ^ <unsigned long long>n) >> 40) & (_CACHE_SLOTS - 1)
-        slot = &_cache[h]
-        if slot.first == first and slot.last == last and slot.length == n:
-            return <object>slot.text
-        text = PyUnicode_New(n, 127)
-        memcpy(PyUnicode_DATA(text), d, n)
-        Py_INCREF(text)
-        slot = &_cache[h]  # read again: the slot is replaced, then the old text released
-        cached = slot.text
-        slot.text = <PyObject*>text
-        slot.first = first
-        slot.last = last
-        slot.length = n
-        Py_XDECREF(cached)
-        return text
     text = PyUnicode_New(n, 127)
     memcpy(PyUnicode_DATA(text), d, n)
     return text
