@@ -52,6 +52,7 @@ from wsgiref.types import WSGIApplication, WSGIEnvironment
 from wsgiref.util import FileWrapper
 
 import urlguard
+from urlguard import Target
 
 from .stats import Check, Goal, quiet_gc, ratios, rotated, summarize, table
 
@@ -86,7 +87,7 @@ def _parser_sites() -> list[tuple[Any, str, str]]:
     if not _SITES:
         from urlguard import _parser
 
-        names = ("parse_target", "parse_split_target")
+        names = ("parse_target", "parse_split_target", "decider_for")
         chosen = {id(getattr(_parser, name)): name for name in names}
         for module_name, module in list(sys.modules.items()):
             if module_name.startswith("urlguard.") and module_name not in _PARSERS:
@@ -101,7 +102,9 @@ def _parser_sites() -> list[tuple[Any, str, str]]:
 def reference_parser() -> Iterator[None]:
     """Point urlguard's modules (the guard, the middlewares) at the pure-Python
     reference parser for a while: every module global that holds the chosen
-    parser's parse_target or parse_split_target."""
+    parser's parse_target, parse_split_target or decider_for. A guard asks
+    for its decider when it is made, so a guard that is to run on the
+    reference must be made inside this too."""
     from urlguard import _parser_py
 
     saved = []
@@ -274,11 +277,6 @@ def quiet_logger() -> Iterator[None]:
 # --- the benchmark ----------------------------------------------------------------------
 
 
-def _app(layer: str) -> str:
-    """The app module attribute a layer runs."""
-    return "guarded" if layer == "guarded-py" else layer
-
-
 class Bench:
     """One framework's layers and how to run a batch of each.
 
@@ -296,7 +294,9 @@ class Bench:
                 from .apps import starlette_hello as module
             else:
                 from .apps import flask_hello as module  # type: ignore[no-redef]
-            apps = {layer: getattr(module, _app(layer)) for layer in LAYERS}
+            apps = {layer: getattr(module, layer) for layer in LAYERS if layer != "guarded-py"}
+            with reference_parser():  # a guard of its own, made on the reference
+                apps["guarded-py"] = module.make_app("guarded")
         self.layers = tuple(apps)
         if framework == "starlette":
             self.asgi: dict[str, ASGIApp] = apps
@@ -307,7 +307,10 @@ class Bench:
         """One request, with its status, body and the scope/environ after it."""
         if layer == "guarded-py":
             with reference_parser():
-                return self.once("guarded", target)
+                return self._once(layer, target)
+        return self._once(layer, target)
+
+    def _once(self, layer: str, target: bytes) -> tuple[int, bytes, MutableMapping[str, Any]]:
         if self.framework == "starlette":
             return self.loop.run_until_complete(_asgi_once(self.asgi[layer], target))
         return _wsgi_once(self.wsgi[layer], target)
@@ -317,7 +320,10 @@ class Bench:
         collector off)."""
         if layer == "guarded-py":
             with reference_parser():
-                return self.batch("guarded", target, n)
+                return self._batch(layer, target, n)
+        return self._batch(layer, target, n)
+
+    def _batch(self, layer: str, target: bytes, n: int) -> int:
         if self.framework == "starlette":
             timed = _asgi_timed(self.asgi[layer], uvicorn_scope(target), n)
             return self.loop.run_until_complete(timed)
@@ -341,9 +347,20 @@ class Bench:
                     raise RuntimeError(f"{self.framework} {layer} {name}: {status} {body[:60]!r}")
                 if (guard or layer == "stored") != ("urlguard.target" in scope):
                     raise RuntimeError(f"{self.framework} {layer}: urlguard.target not as expected")
+                if guard and not self._parsed_by_the_right_parser(layer, scope):
+                    raise RuntimeError(f"{self.framework} {layer}: the target is not its parser's")
             status, _, _ = self.once(layer, HOSTILE)
             if (status == 400) != guard:
                 raise RuntimeError(f"{self.framework} {layer}: hostile target got {status}")
+
+    @staticmethod
+    def _parsed_by_the_right_parser(layer: str, scope: MutableMapping[str, Any]) -> bool:
+        """The reference hands over a ``Target`` itself; the compiled parser, for
+        these origin-form targets, its subclass whose pieces are made when read."""
+        made_by_the_reference = type(scope["urlguard.target"]) is Target
+        if layer == "guarded-py" or urlguard.IMPLEMENTATION == "python":
+            return made_by_the_reference
+        return layer != "guarded" or not made_by_the_reference
 
 
 Samples = dict[tuple[str, str, str], list[float]]
