@@ -286,7 +286,7 @@ KEEP_RAW_BACKSLASH = Policy(encoded_backslash="keep", raw_path_extra="\\")
 
 # The scan of the path notes the first empty or dot segment of a path of
 # ordinary bytes; the rules before it (fragment, raw-char, too-many) still win.
-SCAN_FINDINGS = [
+DOT_AND_EMPTY = [
     P(b"/a/..", Policy(), ("dot-segment", 1, 3), id="'..' last"),
     P(b"/./a", Policy(), ("dot-segment", 0, 1), id="'.' first"),
     P(b"/a//b", Policy(), ("empty-segment", 1, 3), id="empty in the middle"),
@@ -315,14 +315,18 @@ SCAN_FINDINGS = [
 ]
 
 
-@pytest.mark.parametrize(("raw", "policy", "expected"), SCAN_FINDINGS)
-def test_what_the_path_scan_finds(
+@pytest.mark.parametrize(("raw", "policy", "expected"), DOT_AND_EMPTY)
+def test_dot_and_empty_segments(
     compiled: ModuleType,
     reference: ModuleType,
     raw: bytes,
     policy: Policy,
     expected: tuple[str, int | None, int] | None,
 ) -> None:
+    """The dot- and empty-segment rules where the C code applies them: the
+    scan of a path of ordinary bytes (the first finding, and the rules that
+    still win over it), the careful walk after an escape, and the parts a
+    raw '\\' kept as a separator makes."""
     assert_same(compiled, reference, raw, policy)
     got = verdict(lambda: compiled.parse_target(raw, policy))
     if expected is None:
