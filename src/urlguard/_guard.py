@@ -266,9 +266,9 @@ class Guard(Generic[C, A]):
 
     def decider(self) -> Decider[C, A]:
         """What the adapters ask on every request: an object whose ``decide``
-        is this guard's. With the compiled parser it is made in C (the
-        Python frame of :meth:`decide` costs more than the rest of what an
-        adapter does); with the reference, it is this guard."""
+        is this guard's. With the compiled parser it is made in C, without
+        the Python frame of :meth:`decide` (about 140 instructions a request
+        on CPython 3.11); with the reference, it is this guard."""
         decider: Decider[C, A] = decider_for(self)
         return decider
 
