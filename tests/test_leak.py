@@ -1,4 +1,5 @@
-"""No leak in the compiled parser: memory stays flat over a million parses.
+"""No leak in the compiled parser: memory stays flat over a million parses,
+and over a million decisions of its decider.
 
 The compiled module builds every result object itself (strings, tuples, the
 Target, the InvalidTarget) and owns a scratch buffer on the heap for long
@@ -6,13 +7,16 @@ targets: a missing decref or free shows as memory that grows with the
 number of parses. A million parses of plain, encoded, long and hostile
 targets, under several policies and through both entries, must leave the
 process's resident memory and the number of objects the collector tracks
-where a first warm-up round left them.
+where a first warm-up round left them. The same holds for the guard's
+decider in C, which takes a mount point off, picks a route's policy, stores
+the target or hands a violation back to the Python decision.
 """
 
 from __future__ import annotations
 
 import gc
 from collections.abc import Callable
+from logging import DEBUG
 from pathlib import Path
 from types import ModuleType
 
@@ -20,6 +24,7 @@ import pytest
 
 from conftest import implementation_module
 from urlguard import InvalidTarget, Policy, Target
+from urlguard._guard import Guard, Request
 
 TARGETS = [
     b"/products/classic-red?color=beige&size=l&ref=home",
@@ -85,5 +90,49 @@ def test_a_million_parses_leave_memory_flat() -> None:
     rss_after, objects_after = _rss_bytes(), len(gc.get_objects())
     assert parsed >= 1_000_000 * 0.99
     # A leak of one small object per parse would be tens of megabytes.
+    assert rss_after - rss_before < 4 * 1024 * 1024, (rss_before, rss_after)
+    assert objects_after - objects_before < 1000, (objects_before, objects_after)
+
+
+# Both decisions: accepted and stored, or handed back (counted, answered or
+# passed on in report-only mode); no log line (DEBUG is below the logger's
+# level; captured lines would grow the memory measured).
+GUARD_OPTIONS = [
+    {"routes": {"/files/": {"encoded_slash": "keep"}}},
+    {"mode": "report"},
+]
+MOUNTS = [None, b"/mnt"]
+
+
+def _decide_all(guards: list[Guard[dict[str, object], Callable[..., object]]], rounds: int) -> int:
+    deciders = [guard.decider() for guard in guards]
+    decided = 0
+    for _ in range(rounds):
+        for decider in deciders:
+            for raw in TARGETS:
+                path, _, query = raw.partition(b"?")
+                for mount in MOUNTS:
+                    for asked in ((mount or b"") + raw, None), ((mount or b"") + path, query):
+                        decider.decide(asked[0], asked[1], mount, {})
+                        decided += 1
+    return decided
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads RSS from /proc")
+def test_a_million_decisions_leave_memory_flat() -> None:
+    implementation_module("compiled")  # skipped (or failed, in CI) without it
+    guards: list[Guard[dict[str, object], Callable[..., object]]] = [
+        Guard("leak", "ASGI", lambda carrier: Request("GET"), "-", log_level=DEBUG, **options)
+        for options in GUARD_OPTIONS
+    ]
+    assert all(type(guard.decider()).__module__ == "urlguard._parser_c" for guard in guards)
+    rounds = 1_000_000 // (len(guards) * len(TARGETS) * len(MOUNTS) * 2)
+    _decide_all(guards, rounds // 10)
+    gc.collect()
+    rss_before, objects_before = _rss_bytes(), len(gc.get_objects())
+    decided = _decide_all(guards, rounds)
+    gc.collect()
+    rss_after, objects_after = _rss_bytes(), len(gc.get_objects())
+    assert decided >= 1_000_000 * 0.99
     assert rss_after - rss_before < 4 * 1024 * 1024, (rss_before, rss_after)
     assert objects_after - objects_before < 1000, (objects_before, objects_after)
