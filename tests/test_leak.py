@@ -19,6 +19,7 @@ from collections.abc import Callable
 from logging import DEBUG
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -97,7 +98,7 @@ def test_a_million_parses_leave_memory_flat() -> None:
 # Both decisions: accepted and stored, or handed back (counted, answered or
 # passed on in report-only mode); no log line (DEBUG is below the logger's
 # level; captured lines would grow the memory measured).
-GUARD_OPTIONS = [
+GUARD_OPTIONS: list[dict[str, Any]] = [
     {"routes": {"/files/": {"encoded_slash": "keep"}}},
     {"mode": "report"},
 ]
