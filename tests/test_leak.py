@@ -51,7 +51,6 @@ POLICIES = [
     Policy(allowed_ranges=[(0x20, 0x7E)]),
 ]
 ROUNDS = 1_000_000 // (len(TARGETS) * len(POLICIES) * 2)
-WARM_UP = ROUNDS // 10
 
 
 def _rss_bytes() -> int:
@@ -83,14 +82,20 @@ def _parse_all(parser: ModuleType, rounds: int) -> int:
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads RSS from /proc")
 def test_a_million_parses_leave_memory_flat() -> None:
     compiled = implementation_module("compiled")
-    _parse_all(compiled, WARM_UP)
+    assert_flat(lambda rounds: _parse_all(compiled, rounds), ROUNDS)
+
+
+def assert_flat(run: Callable[[int], int], rounds: int) -> None:
+    """``run(rounds)`` (which says how many calls it made) after a tenth of it
+    as a warm-up: a million calls, leaving RSS and the tracked objects flat."""
+    run(rounds // 10)
     gc.collect()
     rss_before, objects_before = _rss_bytes(), len(gc.get_objects())
-    parsed = _parse_all(compiled, ROUNDS)
+    calls = run(rounds)
     gc.collect()
     rss_after, objects_after = _rss_bytes(), len(gc.get_objects())
-    assert parsed >= 1_000_000 * 0.99
-    # A leak of one small object per parse would be tens of megabytes.
+    assert calls >= 1_000_000 * 0.99
+    # A leak of one small object per call would be tens of megabytes.
     assert rss_after - rss_before < 4 * 1024 * 1024, (rss_before, rss_after)
     assert objects_after - objects_before < 1000, (objects_before, objects_after)
 
@@ -128,12 +133,4 @@ def test_a_million_decisions_leave_memory_flat() -> None:
     ]
     assert all(type(guard.decider()).__module__ == "urlguard._parser_c" for guard in guards)
     rounds = 1_000_000 // (len(guards) * len(TARGETS) * len(MOUNTS) * 2)
-    _decide_all(guards, rounds // 10)
-    gc.collect()
-    rss_before, objects_before = _rss_bytes(), len(gc.get_objects())
-    decided = _decide_all(guards, rounds)
-    gc.collect()
-    rss_after, objects_after = _rss_bytes(), len(gc.get_objects())
-    assert decided >= 1_000_000 * 0.99
-    assert rss_after - rss_before < 4 * 1024 * 1024, (rss_before, rss_after)
-    assert objects_after - objects_before < 1000, (objects_before, objects_after)
+    assert_flat(lambda rounds: _decide_all(guards, rounds), rounds)

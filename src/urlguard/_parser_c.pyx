@@ -7,8 +7,8 @@ every input under every ``Policy``. The rules are applied in the reference's
 order: one pass over the raw bytes for the rules about the whole target
 (too-long, fragment, form, raw-char, too-many), which also applies the
 empty- and dot-segment rules to a path of ordinary bytes, then one pass per
-segment and per query pair that needs a closer look. A piece without escapes is never copied: its text is
-made from the raw bytes.
+segment and per query pair that needs a closer look. A piece without
+escapes is never copied: its text is made from the raw bytes.
 
 An accepted origin-form target outside ``path_params="split"`` is only
 checked: it comes back as a ``_LazyTarget`` (a ``Target`` whose segments and
@@ -44,10 +44,8 @@ from ._routes import unmount
 from ._target import Target
 
 cdef extern from "Python.h":
-    object PyUnicode_DecodeLatin1(const char *s, Py_ssize_t size, const char *errors)
     object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
     void* PyUnicode_DATA(object)
-    Py_ssize_t PyUnicode_GET_LENGTH(object)
     int PyUnicode_KIND(object)
     void PyUnicode_WRITE(int kind, void* data, Py_ssize_t index, Py_UCS4 value)
     object PyBytes_FromStringAndSize(const char* s, Py_ssize_t size)
@@ -379,8 +377,9 @@ cdef _Tables _tables_for(object policy):
 # "" and the 128 one-character ASCII strings, made once (CPython shares them too).
 # Longer texts are made anew: a table of recent texts, handed out again,
 # saved ~100 instructions per text but cost time, because its lines are
-# cold when a request comes after other code has run (measured in the
-# micro benchmark's rotation: mixed corpus 0.296 -> 0.267 of naive without it).
+# cold when a request comes after other code has run (the micro benchmark's
+# rotation, bench/RESULTS.md: mixed corpus 0.271-0.308 of naive with it,
+# 0.250-0.268 without).
 cdef PyObject* _single[129]
 for _c in range(128):
     _single_text = chr(_c)
@@ -1183,7 +1182,6 @@ cdef tuple _decoded_query(const unsigned char* s, Py_ssize_t n, Py_ssize_t start
         if scratch != stack:
             PyMem_Free(scratch)
     return query
-
 
 
 cdef bint _fragment(Walk* w) noexcept:
