@@ -13,7 +13,10 @@ the scratch buffer moves from the stack to the heap.
 
 from __future__ import annotations
 
+import copy
+import gc
 import logging
+import pickle
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
@@ -472,6 +475,43 @@ def test_pieces_made_when_first_read(
     assert lazy.query is lazy.query
     assert lazy.params == expected.params
     assert lazy == expected
+
+
+def test_lazy_targets_are_targets_like_any_other(
+    compiled: ModuleType, reference: ModuleType
+) -> None:
+    """The lazy target is a type of its own (its deallocator keeps freed
+    objects for the next targets): it is still a Target the garbage collector
+    sees through, that copies and pickles, and that cannot be subclassed (so
+    every instance has its layout)."""
+    lazy = compiled.parse_target(b"/a/b?x=1&y")
+    kind = type(lazy)
+    assert kind is compiled._LazyTarget
+    assert kind.__mro__ == (kind, Target, object)
+    assert gc.is_tracked(lazy)
+    assert b"/a/b?x=1&y" in gc.get_referents(lazy)
+    for twin in (copy.copy(lazy), copy.deepcopy(lazy), pickle.loads(pickle.dumps(lazy))):
+        assert type(twin) is kind
+        assert twin == lazy == reference.parse_target(b"/a/b?x=1&y")
+        assert twin.segments == ("a", "b")
+        assert twin.query == (("x", "1"), ("y", ""))
+    with pytest.raises(TypeError):
+        type("Sub", (kind,), {})
+
+
+def test_freed_targets_come_back_empty(compiled: ModuleType, reference: ModuleType) -> None:
+    """Targets freed in any order and made again, more at once than are kept
+    for reuse: each new one holds its own target's pieces, read or unread."""
+    raws = [b"/%d/x?q=%d" % (i, i) + (b"&r=%C3%A9" if i % 3 else b"") for i in range(60)]
+    for order in (lambda xs: xs, reversed, lambda xs: xs[::3] + xs[1::3] + xs[2::3]):
+        live = [compiled.parse_target(raw) for raw in raws]
+        for k, target in enumerate(live):
+            if k % 2:
+                assert target.segments  # some read, some not, before they go
+        for k in list(order(list(range(len(live))))):
+            live[k] = None
+        for raw in raws:
+            assert compiled.parse_target(raw) == reference.parse_target(raw)
 
 
 # --- the guard's decision, in C -------------------------------------------------------

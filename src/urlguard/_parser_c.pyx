@@ -64,6 +64,94 @@ cdef extern from *:
     """
     object _call_tp_new "urlguard_call_tp_new" (object type, object args)
 
+cdef extern from *:
+    """
+    /* _LazyTarget as a type of its own, made from a spec with Target as its
+       base: the same instance layout (Target's six slots), with a deallocator
+       that keeps a few freed objects for the next targets instead of the
+       generic one of classes defined in Python (which looks up finalizers,
+       weak references and a __dict__ that Target does not have). Its objects
+       are created untracked with their slots NULL; the caller fills the slots
+       and then tracks them. */
+    #define URLGUARD_SLOTS 6
+    #define URLGUARD_KEPT 16
+    static PyTypeObject *urlguard_lazy_type = NULL;
+    static Py_ssize_t urlguard_slot_offset[URLGUARD_SLOTS];
+    #ifndef Py_GIL_DISABLED
+    /* Objects kept for reuse: their memory only (no type reference, slots NULL,
+       untracked). A free-threaded build keeps none: the list would need a lock. */
+    static PyObject *urlguard_kept[URLGUARD_KEPT];
+    static int urlguard_kept_count = 0;
+    #endif
+
+    static void urlguard_lazy_dealloc(PyObject *self) {
+        PyTypeObject *tp = Py_TYPE(self);
+        int k;
+        PyObject_GC_UnTrack(self);
+        for (k = 0; k < URLGUARD_SLOTS; k++) {
+            Py_CLEAR(*(PyObject **)((char *)self + urlguard_slot_offset[k]));
+        }
+    #ifndef Py_GIL_DISABLED
+        if (urlguard_kept_count < URLGUARD_KEPT) {
+            urlguard_kept[urlguard_kept_count++] = self;
+        } else
+    #endif
+        {
+            tp->tp_free(self);
+        }
+        Py_DECREF(tp);  /* an instance of a heap type holds a reference to it */
+    }
+
+    static PyObject *urlguard_lazy_type_new(PyObject *base, const Py_ssize_t *offsets) {
+        static PyType_Slot slots[] = {
+            {Py_tp_dealloc, (void *)urlguard_lazy_dealloc},
+            {Py_tp_doc, (void *)"A Target whose segments and query are made when first read."},
+            {0, NULL},
+        };
+        /* basicsize 0: Target's; no Py_TPFLAGS_BASETYPE, so every instance
+           is of this very type; the GC flag, traverse and clear come from Target. */
+        static PyType_Spec spec = {
+            "urlguard._parser_c._LazyTarget", 0, 0, Py_TPFLAGS_DEFAULT, slots
+        };
+        PyObject *bases, *type;
+        int k;
+        if (urlguard_lazy_type != NULL) {
+            PyErr_SetString(PyExc_RuntimeError, "_LazyTarget is made once");
+            return NULL;
+        }
+        bases = PyTuple_Pack(1, base);
+        if (bases == NULL) return NULL;
+        type = PyType_FromSpecWithBases(&spec, bases);
+        Py_DECREF(bases);
+        if (type == NULL) return NULL;
+        for (k = 0; k < URLGUARD_SLOTS; k++) urlguard_slot_offset[k] = offsets[k];
+        Py_INCREF(type);  /* kept for the module's lifetime */
+        urlguard_lazy_type = (PyTypeObject *)type;
+        return type;
+    }
+
+    /* A new _LazyTarget, untracked, its slots NULL. */
+    static PyObject *urlguard_lazy_alloc(void) {
+        PyObject *op;
+        int k;
+    #ifndef Py_GIL_DISABLED
+        if (urlguard_kept_count > 0) {
+            op = urlguard_kept[--urlguard_kept_count];
+            return PyObject_Init(op, urlguard_lazy_type);
+        }
+    #endif
+        op = (PyObject *)_PyObject_GC_New(urlguard_lazy_type);
+        if (op == NULL) return NULL;
+        for (k = 0; k < URLGUARD_SLOTS; k++) {
+            *(PyObject **)((char *)op + urlguard_slot_offset[k]) = NULL;
+        }
+        return op;
+    }
+    """
+    object _lazy_type_new "urlguard_lazy_type_new" (object base, const Py_ssize_t* offsets)
+    PyObject* _lazy_alloc "urlguard_lazy_alloc" () except NULL
+    void PyObject_GC_Track(void*)
+
 # --- rule codes, in the reference's spelling -------------------------------------
 
 cdef enum:
@@ -945,30 +1033,39 @@ cdef class _Pieces:
         return _lazy_query(target) if self.query else _lazy_segments(target)
 
 
-class _LazyTarget(Target):
-    """A Target whose segments and query the compiled parser makes when they
-    are first read, in C (an accepted origin-form target, outside "split"
-    mode). Everything else is Target's."""
+cdef bint _lazy_is_c = False
 
-    __slots__ = ()
-    segments = _Pieces(False)
-    query = _Pieces(True)
+
+def _make_lazy_target_type():
+    """_LazyTarget: a Target whose segments and query are made when first
+    read, in C (an accepted origin-form target, outside "split" mode).
+    Everything else is Target's. A type of its own (see urlguard_lazy_dealloc)
+    where Target's slots are written directly; a plain subclass otherwise."""
+    global _lazy_is_c
+    cdef Py_ssize_t offsets[6]
+    if _fast_target:
+        offsets[:] = [_T_RAW, _T_SEGMENTS, _T_QUERY, _T_PARAMS, _T_AUTHORITY, _T_PLUS]
+        lazy = _lazy_type_new(Target, offsets)
+        _lazy_is_c = True
+    else:
+        lazy = type("_LazyTarget", (Target,), {"__slots__": (), "__module__": __name__})
+    lazy.segments = _Pieces(False)
+    lazy.query = _Pieces(True)
+    return lazy
 
 
 cdef object _new_lazy_target(bytes raw, bint plus):
-    # _new_target's stores again, on purpose: called with the type and four
-    # Nones (_new_target(_LazyTarget, raw, None, ...)) it measured about 80
-    # instructions more per accepted target, on every request.
-    if not _fast_target:
+    if not _lazy_is_c:
         return _LazyTarget(raw, plus_as_space=plus)
-    obj = <object>PyType_GenericAlloc(<PyTypeObject*>_LazyTarget, 0)
-    Py_XDECREF(<PyObject*>obj)  # PyType_GenericAlloc gave a new reference; <object> took one more
+    obj = <object>_lazy_alloc()
+    Py_XDECREF(<PyObject*>obj)  # _lazy_alloc gave a new reference; <object> took one more
     _store(obj, _T_RAW, raw)
     _store(obj, _T_SEGMENTS, None)
     _store(obj, _T_QUERY, None)
     _store(obj, _T_PARAMS, None)
     _store(obj, _T_AUTHORITY, None)
     _store(obj, _T_PLUS, True if plus else False)
+    PyObject_GC_Track(<PyObject*>obj)
     return obj
 
 
@@ -1561,3 +1658,4 @@ cdef bytes _unmounted(bytes raw, bytes mount):
 
 
 _check_direct_construction()
+_LazyTarget = _make_lazy_target_type()
