@@ -338,22 +338,63 @@ def test_dot_and_empty_segments(
         assert (got[3], got[5], got[6]) == expected
 
 
-@pytest.mark.parametrize("count", [P(n, id=f"{n} pieces") for n in (31, 32, 33, 40)])
-@pytest.mark.parametrize(
-    "escape", [P(b"", id="plain"), P(b"%C3%A9", id="an escape"), P(b"+", id="a '+'")]
-)
-def test_pieces_noted_on_the_stack(
+ESCAPES = [P(b"", id="plain"), P(b"%C3%A9", id="an escape"), P(b"+", id="a '+'")]
+
+
+@pytest.mark.parametrize("count", [P(n, id=f"{n} pieces") for n in (1, 15, 16, 17, 40)])
+@pytest.mark.parametrize("escape", ESCAPES)
+def test_pieces_noted_by_the_walk(
     compiled: ModuleType, reference: ModuleType, count: int, escape: bytes
 ) -> None:
-    """The first 32 segments or pairs are noted on the stack as the target's
-    pieces are first made; more, or an escape, take the general walk."""
+    """The walk notes where the first 16 segments and query pairs are; a
+    target with more is scanned again when its pieces are read."""
     policy = Policy(max_segments=64, max_params=64)
     path = b"".join(b"/s%d" % k for k in range(count - 1)) + b"/" + escape
     query = b"&".join(b"k%d=v%d" % (k, k) for k in range(count - 1)) + b"&k=" + escape
-    for raw in (path, path + b"?" + query, b"/?" + query + b"&&"):
+    for raw in (path, path + b"?" + query, b"/?" + query + b"&&", b"/?&" + query):
         lazy, expected = compiled.parse_target(raw, policy), reference.parse_target(raw, policy)
         assert lazy.segments == expected.segments
         assert lazy.query == expected.query
+
+
+@pytest.mark.parametrize(
+    "size", [P(n, id=f"{n:#x} bytes") for n in (0xFFFE, 0xFFFF, 0x10000, 0x10001)]
+)
+@pytest.mark.parametrize("escape", ESCAPES)
+@pytest.mark.parametrize("long_path", [P(True, id="long path"), P(False, id="long query")])
+def test_bounds_past_what_the_notes_hold(
+    compiled: ModuleType, reference: ModuleType, size: int, escape: bytes, long_path: bool
+) -> None:
+    """The notes keep bounds in 16 bits: the pieces of a target longer than
+    0xFFFF bytes are found by a scan instead, and those of a target of
+    0xFFFF bytes, whose last piece ends there, from the notes."""
+    policy = Policy(max_length=0x20000)
+    if long_path:
+        head, tail = b"/s/", b"/t?a=" + escape + b"&c=d"
+    else:
+        head, tail = b"/s/t?a=" + escape + b"&c=", b"d"
+    raw = head + b"p" * (size - len(head) - len(tail)) + tail
+    assert len(raw) == size
+    for query_first in (False, True):
+        lazy, expected = compiled.parse_target(raw, policy), reference.parse_target(raw, policy)
+        if query_first:
+            assert lazy.query == expected.query
+        assert lazy.segments == expected.segments
+        assert lazy.query == expected.query
+
+
+def test_pieces_of_a_target_made_otherwise(compiled: ModuleType) -> None:
+    """A _LazyTarget made by its constructor, not by the walk, has no notes:
+    its pieces are made as Target makes them; the attribute handed another
+    object reads nothing past it."""
+    made = compiled._LazyTarget(b"/a/b%20c?x=1&y", plus_as_space=False)
+    assert made.segments == ("a", "b c")
+    assert made.query == (("x", "1"), ("y", ""))
+    plain = Target(b"/d?e=f")
+    assert compiled._LazyTarget.segments.__get__(plain, Target) == ("d",)
+    assert compiled._LazyTarget.query.__get__(plain, Target) == (("e", "f"),)
+    with pytest.raises(AttributeError):
+        compiled._LazyTarget.query.__get__(object(), object)
 
 
 @pytest.mark.parametrize("length", [P(n, id=f"{n} bytes") for n in range(20)])
@@ -481,20 +522,23 @@ def test_lazy_targets_are_targets_like_any_other(
     compiled: ModuleType, reference: ModuleType
 ) -> None:
     """The lazy target is a type of its own (its deallocator keeps freed
-    objects for the next targets): it is still a Target the garbage collector
-    sees through, that copies and pickles, and that cannot be subclassed (so
-    every instance has its layout)."""
-    lazy = compiled.parse_target(b"/a/b?x=1&y")
-    kind = type(lazy)
-    assert kind is compiled._LazyTarget
-    assert kind.__mro__ == (kind, Target, object)
-    assert gc.is_tracked(lazy)
-    assert b"/a/b?x=1&y" in gc.get_referents(lazy)
-    for twin in (copy.copy(lazy), copy.deepcopy(lazy), pickle.loads(pickle.dumps(lazy))):
-        assert type(twin) is kind
-        assert twin == lazy == reference.parse_target(b"/a/b?x=1&y")
-        assert twin.segments == ("a", "b")
-        assert twin.query == (("x", "1"), ("y", ""))
+    objects for the next targets, and it keeps where the walk found its
+    pieces): still a Target the garbage collector sees through, that cannot
+    be subclassed (so every instance has its layout), and whose copies and
+    pickles have the same pieces, read or unread."""
+    policy = Policy(plus_as_space=False)
+    for raw, pol in ((b"/a/b?x=1&y", None), (b"/a%20b?x+1=%C3%A9", None), (b"/a?x+1", policy)):
+        lazy = compiled.parse_target(raw, pol)
+        kind = type(lazy)
+        assert kind is compiled._LazyTarget
+        assert kind.__mro__ == (kind, Target, object)
+        assert gc.is_tracked(lazy)
+        assert raw in gc.get_referents(lazy)
+        expected = reference.parse_target(raw, pol)
+        for twin in (copy.copy(lazy), copy.deepcopy(lazy), pickle.loads(pickle.dumps(lazy))):
+            assert type(twin) is kind
+            assert target_fields(twin) == target_fields(expected)
+            assert twin == lazy == expected
     with pytest.raises(TypeError):
         type("Sub", (kind,), {})
 

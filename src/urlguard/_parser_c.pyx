@@ -102,14 +102,16 @@ cdef extern from *:
         Py_DECREF(tp);  /* an instance of a heap type holds a reference to it */
     }
 
-    static PyObject *urlguard_lazy_type_new(PyObject *base, const Py_ssize_t *offsets) {
+    static PyObject *urlguard_lazy_type_new(PyObject *base, const Py_ssize_t *offsets,
+                                            Py_ssize_t extra) {
         static PyType_Slot slots[] = {
             {Py_tp_dealloc, (void *)urlguard_lazy_dealloc},
             {Py_tp_doc, (void *)"A Target whose segments and query are made when first read."},
             {0, NULL},
         };
-        /* basicsize 0: Target's; no Py_TPFLAGS_BASETYPE, so every instance
-           is of this very type; the GC flag, traverse and clear come from Target. */
+        /* Target's slots, then `extra` bytes of C data (the walk's notes); no
+           Py_TPFLAGS_BASETYPE, so every instance is of this very type and
+           has that room; the GC flag, traverse and clear come from Target. */
         static PyType_Spec spec = {
             "urlguard._parser_c._LazyTarget", 0, 0, Py_TPFLAGS_DEFAULT, slots
         };
@@ -119,6 +121,7 @@ cdef extern from *:
             PyErr_SetString(PyExc_RuntimeError, "_LazyTarget is made once");
             return NULL;
         }
+        spec.basicsize = (int)(((PyTypeObject *)base)->tp_basicsize + extra);
         bases = PyTuple_Pack(1, base);
         if (bases == NULL) return NULL;
         type = PyType_FromSpecWithBases(&spec, bases);
@@ -148,7 +151,8 @@ cdef extern from *:
         return op;
     }
     """
-    object _lazy_type_new "urlguard_lazy_type_new" (object base, const Py_ssize_t* offsets)
+    object _lazy_type_new "urlguard_lazy_type_new" (
+        object base, const Py_ssize_t* offsets, Py_ssize_t extra)
     PyObject* _lazy_alloc "urlguard_lazy_alloc" () except NULL
     void PyObject_GC_Track(void*)
 
@@ -735,12 +739,32 @@ cdef void _kept_parts(
 
 # --- the walk -----------------------------------------------------------------------
 
+# Pieces whose bounds the walk notes for _LazyTarget (more take the general
+# way: a scan of the raw bytes when they are read).
+cdef enum:
+    _NOTED = 16
+
+
+cdef struct Noted:
+    # Where an accepted origin-form target's pieces are, as the walk found
+    # them: kept in the _LazyTarget, so that reading its pieces scans nothing.
+    bint noted  # 0 in an object made otherwise (a copy): nothing below is known
+    bint path_escaped  # a '%', ';' or '\' in the path
+    bint query_escaped  # a '%', or a '+' that is a space, in the query
+    Py_ssize_t path_end  # the '?', or n
+    Py_ssize_t segments  # how many; bounds noted when <= _NOTED and n <= 0xFFFF
+    Py_ssize_t pairs  # non-empty query pairs; the same
+    unsigned short slash[_NOTED + 1]  # segment k is s[slash[k] + 1:slash[k + 1]]
+    unsigned short pair[2 * _NOTED]  # pair k is s[pair[2k]:pair[2k + 1]]
+
+
 cdef struct Walk:
     const unsigned char* s
     Py_ssize_t n
     unsigned char* scratch
     bint build  # make the texts (else only check: see _LazyTarget)
     Err err
+    Noted note
 
 
 cdef object _segment(Walk* w, _Tables t, Py_ssize_t a, Py_ssize_t b, Py_ssize_t index,
@@ -1018,6 +1042,14 @@ cdef int _check_pieces(Walk* w, _Tables t, Py_ssize_t path_start, Py_ssize_t pat
 
 # --- pieces made when first read ---------------------------------------------------
 
+cdef object _lazy_c_type = None  # _LazyTarget when it is the type made from a spec
+cdef Py_ssize_t _NOTE_OFFSET = 0  # where a _LazyTarget's Noted is, past Target's slots
+# Target's own way of making the pieces from the raw bytes, for what the walk
+# did not make (and so has no notes).
+_target_segments = Target.segments.fget
+_target_query = Target.query.fget
+
+
 cdef class _Pieces:
     """A read-only attribute of _LazyTarget that makes its value on first
     read: a descriptor whose __get__ is C (a property would call a function)."""
@@ -1030,10 +1062,12 @@ cdef class _Pieces:
     def __get__(self, target, owner):
         if target is None:
             return self
+        if type(target) is not _lazy_c_type or not _noted(target).noted:
+            # Not made by the walk: a copy made through the constructor, the
+            # plain subclass, or any object handed to this attribute. Target's
+            # own way reads no C data (and fails on what is not a Target).
+            return _target_query(target) if self.query else _target_segments(target)
         return _lazy_query(target) if self.query else _lazy_segments(target)
-
-
-cdef bint _lazy_is_c = False
 
 
 def _make_lazy_target_type():
@@ -1041,21 +1075,30 @@ def _make_lazy_target_type():
     read, in C (an accepted origin-form target, outside "split" mode).
     Everything else is Target's. A type of its own (see urlguard_lazy_dealloc)
     where Target's slots are written directly; a plain subclass otherwise."""
-    global _lazy_is_c
+    global _lazy_c_type, _NOTE_OFFSET
     cdef Py_ssize_t offsets[6]
     if _fast_target:
         offsets[:] = [_T_RAW, _T_SEGMENTS, _T_QUERY, _T_PARAMS, _T_AUTHORITY, _T_PLUS]
-        lazy = _lazy_type_new(Target, offsets)
-        _lazy_is_c = True
+        lazy = _lazy_type_new(Target, offsets, sizeof(Noted))
+        _NOTE_OFFSET = (<PyTypeObject*>Target).tp_basicsize
+        _lazy_c_type = lazy
     else:
         lazy = type("_LazyTarget", (Target,), {"__slots__": (), "__module__": __name__})
     lazy.segments = _Pieces(False)
     lazy.query = _Pieces(True)
+    lazy.__reduce__ = _reduce_lazy_target
     return lazy
 
 
-cdef object _new_lazy_target(bytes raw, bint plus):
-    if not _lazy_is_c:
+def _reduce_lazy_target(target):
+    """A copy or a pickle of a _LazyTarget is one made by the constructor,
+    with its pieces made: the notes past Target's slots are not state to
+    carry (the default reduction refuses an object with C data)."""
+    return (type(target), (target.raw, target.segments, target.query))
+
+
+cdef object _new_lazy_target(bytes raw, bint plus, const Noted* note):
+    if _lazy_c_type is None:
         return _LazyTarget(raw, plus_as_space=plus)
     obj = <object>_lazy_alloc()
     Py_XDECREF(<PyObject*>obj)  # _lazy_alloc gave a new reference; <object> took one more
@@ -1065,8 +1108,13 @@ cdef object _new_lazy_target(bytes raw, bint plus):
     _store(obj, _T_PARAMS, None)
     _store(obj, _T_AUTHORITY, None)
     _store(obj, _T_PLUS, True if plus else False)
+    memcpy(_noted(obj), note, sizeof(Noted))
     PyObject_GC_Track(<PyObject*>obj)
     return obj
+
+
+cdef inline Noted* _noted(object target) noexcept:
+    return <Noted*>((<char*><PyObject*>target) + _NOTE_OFFSET)
 
 
 cdef inline PyObject** _slot(object obj, Py_ssize_t offset) noexcept:
@@ -1093,63 +1141,44 @@ cdef object _piece_text(const unsigned char* s, Py_ssize_t a, Py_ssize_t b, bint
     return _text(scratch, piece.length, piece.high)
 
 
-# What the lazy builders look for in an accepted target, a byte at a time.
-cdef enum:
-    _ORDINARY, _SEPARATOR, _EQUALS, _QUESTION, _ESCAPE
-cdef unsigned char _PATH_BYTE[256]
-cdef unsigned char _QUERY_BYTE[256]
-memset(_PATH_BYTE, _ORDINARY, sizeof(_PATH_BYTE))
-memset(_QUERY_BYTE, _ORDINARY, sizeof(_QUERY_BYTE))
-_PATH_BYTE[0x2F] = _SEPARATOR
-_PATH_BYTE[0x3F] = _QUESTION
-_PATH_BYTE[0x25] = _ESCAPE
-_QUERY_BYTE[0x26] = _SEPARATOR
-_QUERY_BYTE[0x3D] = _EQUALS
-_QUERY_BYTE[0x25] = _ESCAPE
-_QUERY_BYTE[0x2B] = _ESCAPE  # '+' is a space when plus_as_space is on
-
-# Pieces the lazy builders note on the stack in their one pass; a target with
-# more, or with an escape, takes the general walk.
-cdef enum:
-    _NOTED = 32
-
+# The notes are read only in a _LazyTarget the walk made, from a target of at
+# most 0xFFFF bytes with at most _NOTED pieces of each kind: there every
+# bound is exact and 0 <= slash[k] < slash[k + 1] <= path_end <= n, and
+# path_end < pair[2k] < pair[2k + 1] <= n (tests/test_parser_c.py puts
+# targets of 0xFFFF and 0x10000 bytes and 16 and 17 pieces at those edges).
 
 cdef object _lazy_segments(object target):
+    """The segments of a _LazyTarget the walk made (with its notes)."""
     value = <object>_slot(target, _T_SEGMENTS)[0]
     if value is not None:
         return value
+    cdef const Noted* note = _noted(target)
     cdef bytes raw = <bytes>_slot(target, _T_RAW)[0]
     cdef const unsigned char* s = <const unsigned char*>PyBytes_AS_STRING(raw)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(raw), i = 0, count = 0, k
-    cdef Py_ssize_t slash[_NOTED + 1]
-    cdef unsigned char kind
-    cdef bint escaped = False
-    # One pass over the path (s[0] == '/', up to the first '?'): where the
-    # first _NOTED '/' are, and whether a '%' needs decoding. Segments are
-    # short: ordinary bytes are skipped one at a time (i < n).
-    while True:
-        while i < n and not _PATH_BYTE[s[i]]:
-            i += 1
-        if i >= n:
-            break
-        kind = _PATH_BYTE[s[i]]
-        if kind == _SEPARATOR:
-            if count < _NOTED:
-                slash[count] = i
-            count += 1
-        elif kind == _QUESTION:
-            break
-        else:
-            escaped = True
-        i += 1
-    if escaped or count > _NOTED:
-        return _replace_slot(target, _T_SEGMENTS, _decoded_segments(s, i, count))
-    slash[count] = i  # the end of the last segment; count <= _NOTED
+    cdef Py_ssize_t count = note.segments, k
+    cdef unsigned char stack[512]
+    cdef unsigned char* scratch = stack
+    if count > _NOTED or PyBytes_GET_SIZE(raw) > 0xFFFF:
+        return _replace_slot(target, _T_SEGMENTS, _decoded_segments(s, note.path_end, count))
     segments = PyTuple_New(count)
-    for k in range(count):  # segment k is s[slash[k] + 1:slash[k + 1]]
-        text = _ascii(s + slash[k] + 1, slash[k + 1] - slash[k] - 1)
-        Py_INCREF(text)
-        PyTuple_SET_ITEM(segments, k, text)
+    if not note.path_escaped:
+        for k in range(count):  # segment k is s[slash[k] + 1:slash[k + 1]]
+            text = _ascii(s + note.slash[k] + 1, note.slash[k + 1] - note.slash[k] - 1)
+            Py_INCREF(text)
+            PyTuple_SET_ITEM(segments, k, text)
+        return _replace_slot(target, _T_SEGMENTS, segments)
+    if note.path_end > 512:  # decoding never lengthens a piece
+        scratch = <unsigned char*>PyMem_Malloc(note.path_end)
+        if scratch == NULL:
+            raise MemoryError()
+    try:
+        for k in range(count):
+            text = _piece_text(s, note.slash[k] + 1, note.slash[k + 1], False, scratch)
+            Py_INCREF(text)
+            PyTuple_SET_ITEM(segments, k, text)
+    finally:
+        if scratch != stack:
+            PyMem_Free(scratch)
     return _replace_slot(target, _T_SEGMENTS, segments)
 
 
@@ -1180,70 +1209,51 @@ cdef tuple _decoded_segments(const unsigned char* s, Py_ssize_t end, Py_ssize_t 
 
 
 cdef object _lazy_query(object target):
+    """The query pairs of a _LazyTarget the walk made (with its notes)."""
     value = <object>_slot(target, _T_QUERY)[0]
     if value is not None:
         return value
+    cdef const Noted* note = _noted(target)
     cdef bytes raw = <bytes>_slot(target, _T_RAW)[0]
     cdef bint plus = <object>_slot(target, _T_PLUS)[0] is True
     cdef const unsigned char* s = <const unsigned char*>PyBytes_AS_STRING(raw)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(raw), start, a, eq, i, count = 0, k
-    cdef Py_ssize_t starts[_NOTED]
-    cdef Py_ssize_t equals[_NOTED]
-    cdef Py_ssize_t ends[_NOTED]
-    cdef unsigned char kind
-    cdef bint escaped = False
-    cdef const void* question = memchr(s, 0x3F, n)
-    if question == NULL:
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(raw), count = note.pairs, k, a, b, eq
+    cdef const void* found
+    cdef unsigned char stack[512]
+    cdef unsigned char* scratch = stack
+    if count == 0:
         return _replace_slot(target, _T_QUERY, ())
-    start = <const unsigned char*>question - s + 1
-    # One pass over the query: each non-empty '&' piece s[a:i], its first
-    # '=' at eq (the first _NOTED pieces), and whether an escape or a '+'
-    # needs decoding. Ordinary bytes are skipped as in _lazy_segments; s[i]
-    # is read only when i < n.
-    a = i = start
-    eq = -1
-    while True:
-        while i + 8 <= n and not (_QUERY_BYTE[s[i]] | _QUERY_BYTE[s[i + 1]]
-                                  | _QUERY_BYTE[s[i + 2]] | _QUERY_BYTE[s[i + 3]]
-                                  | _QUERY_BYTE[s[i + 4]] | _QUERY_BYTE[s[i + 5]]
-                                  | _QUERY_BYTE[s[i + 6]] | _QUERY_BYTE[s[i + 7]]):
-            i += 8
-        while i < n and not _QUERY_BYTE[s[i]]:
-            i += 1
-        kind = _QUERY_BYTE[s[i]] if i < n else _SEPARATOR
-        if kind == _SEPARATOR:
-            if i > a:
-                if count < _NOTED:
-                    starts[count] = a
-                    equals[count] = eq if eq >= 0 else i
-                    ends[count] = i
-                count += 1
-            if i >= n:
-                break
-            a = i + 1
-            eq = -1
-        elif kind == _EQUALS:
-            if eq < 0:
-                eq = i
-        elif s[i] == 0x25 or plus:  # an escape, or a '+' that is a space
-            escaped = True
-        i += 1
-    if escaped or count > _NOTED:
-        return _replace_slot(target, _T_QUERY, _decoded_query(s, n, start, count, plus))
-    query = PyTuple_New(count)
-    for k in range(count):  # name s[starts[k]:equals[k]], value after the '=' up to ends[k]
-        name = _ascii(s + starts[k], equals[k] - starts[k])
-        if equals[k] < ends[k]:
-            value = _ascii(s + equals[k] + 1, ends[k] - equals[k] - 1)
-        else:
-            value = <object>_single[128]
-        pair = PyTuple_New(2)
-        Py_INCREF(name)
-        PyTuple_SET_ITEM(pair, 0, name)
-        Py_INCREF(value)
-        PyTuple_SET_ITEM(pair, 1, value)
-        Py_INCREF(pair)
-        PyTuple_SET_ITEM(query, k, pair)
+    if count > _NOTED or n > 0xFFFF:
+        return _replace_slot(
+            target, _T_QUERY, _decoded_query(s, n, note.path_end + 1, count, plus))
+    if note.query_escaped and n - note.path_end > 512:  # decoding never lengthens a piece
+        scratch = <unsigned char*>PyMem_Malloc(n - note.path_end)
+        if scratch == NULL:
+            raise MemoryError()
+    try:
+        query = PyTuple_New(count)
+        for k in range(count):
+            # Pair k is s[a:b], a < b <= n; its name ends at the first '='.
+            a = note.pair[2 * k]
+            b = note.pair[2 * k + 1]
+            found = memchr(s + a, 0x3D, b - a)
+            eq = <const unsigned char*>found - s if found != NULL else b
+            if note.query_escaped:
+                name = _piece_text(s, a, eq, plus, scratch)
+                value = _piece_text(s, eq + 1, b, plus, scratch) if eq < b else ""
+            else:
+                name = _ascii(s + a, eq - a)
+                value = _ascii(s + eq + 1, b - eq - 1) if eq < b else <object>_single[128]
+            pair = PyTuple_New(2)
+            Py_INCREF(name)
+            PyTuple_SET_ITEM(pair, 0, name)
+            Py_INCREF(value)
+            PyTuple_SET_ITEM(pair, 1, value)
+            Py_INCREF(pair)
+            PyTuple_SET_ITEM(query, k, pair)
+    finally:
+        if scratch != stack:
+            PyMem_Free(scratch)
     return _replace_slot(target, _T_QUERY, query)
 
 
@@ -1356,6 +1366,8 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
                 break
             if slashes == t.max_segments:
                 too_many_path = i
+            if slashes < _NOTED:
+                w.note.slash[slashes] = <unsigned short>i  # kept only when n <= 0xFFFF
             slashes += 1
             segment_start = i + 1
         elif not t.path_raw[c]:
@@ -1395,6 +1407,9 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
             if i > piece_start:  # a pair ends at '&' or at the end
                 if pairs == t.max_params:
                     too_many_query = piece_start
+                if pairs < _NOTED:
+                    w.note.pair[2 * pairs] = <unsigned short>piece_start
+                    w.note.pair[2 * pairs + 1] = <unsigned short>i
                 pairs += 1
             if i >= n:
                 break
@@ -1419,9 +1434,18 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
             if bad_index >= 0:
                 return _reject(&w.err, bad_rule, C_PATH, bad_index, bad_offset)
             path_start = path_end = -1  # nothing left to check in the path
+        # Before _check_pieces: path_end is set to -1 above when nothing is left to check.
+        w.note.noted = True
+        w.note.path_escaped = path_special
+        w.note.query_escaped = not query_plain
+        w.note.path_end = question if question >= 0 else n
+        w.note.segments = slashes
+        w.note.pairs = pairs
+        if slashes <= _NOTED:
+            w.note.slash[slashes] = <unsigned short>w.note.path_end
         if _check_pieces(w, t, path_start, path_end, question, pairs, query_plain) < 0:
             return None
-        return _new_lazy_target(raw, t.plus)
+        return _new_lazy_target(raw, t.plus, &w.note)
 
     # Segment by segment: s[a:b], a <= b <= path_end.
     segments = PyTuple_New(slashes)
