@@ -43,6 +43,9 @@ TARGETS = [
     b"http://h%2Fx/",
     b"/" + b"a/" * 200,
     b"/a?" + b"x&" * 1200,
+    # More query names than the compiled parser's table of names holds: some
+    # are replaced in it, and released, on every round.
+    b"/?" + b"&".join(b"name%d=v" % k for k in range(300)),
 ]
 POLICIES = [
     Policy(),

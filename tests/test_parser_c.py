@@ -413,6 +413,30 @@ def test_short_texts(compiled: ModuleType, length: int) -> None:
         assert target.query == (pairs if text else pairs[:3])
 
 
+def test_query_names_are_shared(compiled: ModuleType, reference: ModuleType) -> None:
+    """Query names of 2 to 16 characters that recur come back as the same
+    string (the compiled parser keeps the last name seen in each slot of a
+    table); every name read is still its own, through any number of
+    distinct names that replace each other in the table."""
+    policy = Policy(max_params=2000, max_length=100_000)
+    first = compiled.parse_target(b"/a?page=1&per_page=2&q=x&" + b"n" * 17 + b"=y")
+    again = compiled.parse_target(b"/b?page=3&per_page=4&q=z&" + b"n" * 17 + b"=w")
+    assert [name for name, _ in first.query] == ["page", "per_page", "q", "n" * 17]
+    assert first.query[0][0] is again.query[0][0]
+    assert first.query[1][0] is again.query[1][0]
+    escaped = compiled.parse_target(b"/c?page=caf%C3%A9&q%C3%A9=1+2")
+    assert escaped.query == (("page", "café"), ("qé", "1 2"))
+    assert escaped.query[0][0] is first.query[0][0]
+    names = [b"k%d" % k for k in range(3000)] + [
+        b"key-%d-%s" % (k, b"x" * (k % 9)) for k in range(3000)
+    ]
+    for start in range(0, len(names), 10):
+        raw = b"/?" + b"&".join(name + b"=v" for name in names[start : start + 10])
+        assert compiled.parse_target(raw, policy).query == reference.parse_target(raw, policy).query
+    many = b"/?" + b"&".join(name + b"=v" for name in names[:600])
+    assert compiled.parse_target(many, policy).query == reference.parse_target(many, policy).query
+
+
 @pytest.mark.parametrize(
     "size",
     [P(n, id=f"{n} bytes") for n in (511, 512, 513, 1024, 8191, 8192, 8193)],

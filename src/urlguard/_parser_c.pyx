@@ -74,10 +74,17 @@ cdef extern from *:
        are created untracked with their slots NULL; the caller fills the slots
        and then tracks them. */
     #define URLGUARD_SLOTS 6
+    /* The table of query names and the freed lazy targets are shared by
+       every thread: only under the GIL. */
+    #ifdef Py_GIL_DISABLED
+    #define URLGUARD_SHARED_STATE 0
+    #else
+    #define URLGUARD_SHARED_STATE 1
+    #endif
     #define URLGUARD_KEPT 16
     static PyTypeObject *urlguard_lazy_type = NULL;
     static Py_ssize_t urlguard_slot_offset[URLGUARD_SLOTS];
-    #ifndef Py_GIL_DISABLED
+    #if URLGUARD_SHARED_STATE
     /* Objects kept for reuse: their memory only (no type reference, slots NULL,
        untracked). A free-threaded build keeps none: the list would need a lock. */
     static PyObject *urlguard_kept[URLGUARD_KEPT];
@@ -91,7 +98,7 @@ cdef extern from *:
         for (k = 0; k < URLGUARD_SLOTS; k++) {
             Py_CLEAR(*(PyObject **)((char *)self + urlguard_slot_offset[k]));
         }
-    #ifndef Py_GIL_DISABLED
+    #if URLGUARD_SHARED_STATE
         if (urlguard_kept_count < URLGUARD_KEPT) {
             urlguard_kept[urlguard_kept_count++] = self;
         } else
@@ -137,7 +144,7 @@ cdef extern from *:
     static PyObject *urlguard_lazy_alloc(void) {
         PyObject *op;
         int k;
-    #ifndef Py_GIL_DISABLED
+    #if URLGUARD_SHARED_STATE
         if (urlguard_kept_count > 0) {
             op = urlguard_kept[--urlguard_kept_count];
             return PyObject_Init(op, urlguard_lazy_type);
@@ -155,6 +162,7 @@ cdef extern from *:
         object base, const Py_ssize_t* offsets, Py_ssize_t extra)
     PyObject* _lazy_alloc "urlguard_lazy_alloc" () except NULL
     void PyObject_GC_Track(void*)
+    const bint _SHARED_STATE "URLGUARD_SHARED_STATE"
 
 # --- rule codes, in the reference's spelling -------------------------------------
 
@@ -467,11 +475,11 @@ cdef _Tables _tables_for(object policy):
 # --- text ---------------------------------------------------------------------------
 
 # "" and the 128 one-character ASCII strings, made once (CPython shares them too).
-# Longer texts are made anew: a table of recent texts, handed out again,
-# saved ~100 instructions per text but cost time, because its lines are
-# cold when a request comes after other code has run (the micro benchmark's
-# rotation, bench/RESULTS.md: mixed corpus 0.271-0.308 of naive with it,
-# 0.250-0.268 without).
+# Longer segments and query values are made anew: a table of every recent
+# text, handed out again, cost time, because segments and values vary (ids,
+# slugs, digests) and a miss replaces a slot and frees a string (the micro
+# benchmark's rotation, bench/RESULTS.md: mixed corpus 0.271-0.308 of naive
+# with it, 0.250-0.268 without). Query names recur: see _name.
 cdef PyObject* _single[129]
 for _c in range(128):
     _single_text = chr(_c)
@@ -488,6 +496,69 @@ cdef inline object _ascii(const unsigned char* d, Py_ssize_t n):
         return <object>_single[d[0] & 0x7F] if n else <object>_single[128]
     text = PyUnicode_New(n, 127)
     memcpy(PyUnicode_DATA(text), d, n)
+    return text
+
+
+# Query names come from the application's own forms and links, so the same
+# few recur from request to request (orjson keeps JSON object keys the same
+# way): the last name seen in each slot of a small table is handed out again
+# instead of a new string (str is immutable, so sharing is safe; a hit saves
+# an allocation and a deallocation, about 250 instructions). Measured in the
+# micro benchmark's rotation, names only: plain targets 0.182-0.188 of naive
+# without the table, 0.174-0.180 with it; segments in it too: 0.186-0.191.
+# Direct-mapped by a hash of the bytes; a slot keeps its name's bytes as two
+# 64-bit keys and a length, which together determine the bytes exactly: a
+# hit is three integer compares.
+cdef enum:
+    _NAME_SLOTS = 256
+    _NAME_MAX_LENGTH = 16
+cdef struct CachedName:  # 32 bytes
+    unsigned long long first
+    unsigned long long last
+    Py_ssize_t length
+    PyObject* text
+cdef CachedName _names[_NAME_SLOTS]
+memset(_names, 0, sizeof(_names))
+
+
+cdef inline object _name(const unsigned char* d, Py_ssize_t n):
+    """Text of a query name of n ASCII bytes: from the table, or made."""
+    cdef unsigned int h
+    cdef unsigned long long first, last
+    cdef unsigned int head4, tail4
+    cdef unsigned short head2, tail2
+    cdef CachedName* slot
+    cdef PyObject* old
+    if n <= 1 or n > _NAME_MAX_LENGTH or not _SHARED_STATE:
+        return _ascii(d, n)
+    # The keys: words of the first and the last bytes, which together cover
+    # d[:n] (overlapping unless n is 16, 8, 4 or 2). Every read is inside d[:n].
+    if n >= 8:
+        memcpy(&first, d, 8)
+        memcpy(&last, d + n - 8, 8)
+    elif n >= 4:
+        memcpy(&head4, d, 4)
+        memcpy(&tail4, d + n - 4, 4)
+        first = head4 | (<unsigned long long>tail4 << 32)
+        last = 0
+    else:
+        memcpy(&head2, d, 2)
+        memcpy(&tail2, d + n - 2, 2)
+        first = head2 | (<unsigned long long>tail2 << 16)
+        last = 0
+    h = <unsigned int>(((first * 0x9E3779B97F4A7C15u) ^ (last * 0xC2B2AE3D27D4EB4Fu)
+                        ^ <unsigned long long>n) >> 40) & (_NAME_SLOTS - 1)
+    slot = &_names[h]
+    if slot.first == first and slot.last == last and slot.length == n:
+        return <object>slot.text
+    text = _ascii(d, n)
+    Py_INCREF(text)
+    old = slot.text
+    slot.text = <PyObject*>text
+    slot.first = first
+    slot.last = last
+    slot.length = n
+    Py_XDECREF(old)
     return text
 
 
@@ -1131,12 +1202,14 @@ cdef object _replace_slot(object obj, Py_ssize_t offset, object value):
 
 
 cdef object _piece_text(const unsigned char* s, Py_ssize_t a, Py_ssize_t b, bint plus,
-                        unsigned char* scratch):
-    """The text of an accepted piece s[a:b] (its escapes and UTF-8 checked)."""
+                        unsigned char* scratch, bint name=False):
+    """The text of an accepted piece s[a:b] (its escapes and UTF-8 checked);
+    ``name``: a query name (see _name)."""
     cdef Piece piece
     cdef Err err
     if memchr(s + a, 0x25, b - a) == NULL and not (plus and memchr(s + a, 0x2B, b - a) != NULL):
-        return _ascii(s + a, b - a)  # raw bytes allowed in a target are ASCII
+        # Raw bytes allowed in a target are ASCII.
+        return _name(s + a, b - a) if name else _ascii(s + a, b - a)
     _decode(s, a, b, plus, scratch, &piece, C_PATH, 0, &err)
     return _text(scratch, piece.length, piece.high)
 
@@ -1239,10 +1312,10 @@ cdef object _lazy_query(object target):
             found = memchr(s + a, 0x3D, b - a)
             eq = <const unsigned char*>found - s if found != NULL else b
             if note.query_escaped:
-                name = _piece_text(s, a, eq, plus, scratch)
+                name = _piece_text(s, a, eq, plus, scratch, True)
                 value = _piece_text(s, eq + 1, b, plus, scratch) if eq < b else ""
             else:
-                name = _ascii(s + a, eq - a)
+                name = _name(s + a, eq - a)
                 value = _ascii(s + eq + 1, b - eq - 1) if eq < b else <object>_single[128]
             pair = PyTuple_New(2)
             Py_INCREF(name)
@@ -1278,7 +1351,7 @@ cdef tuple _decoded_query(const unsigned char* s, Py_ssize_t n, Py_ssize_t start
                 eq = a
                 while eq < b and s[eq] != 0x3D:
                     eq += 1
-                name = _piece_text(s, a, eq, plus, scratch)
+                name = _piece_text(s, a, eq, plus, scratch, True)
                 value = _piece_text(s, eq + 1, b, plus, scratch) if eq < b else ""
                 pair = (name, value)
                 Py_INCREF(pair)
