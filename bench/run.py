@@ -114,9 +114,11 @@ def _verdicts(corpus: corpus_module.Corpus) -> str:
 
 
 def _src_digest() -> str:
-    """A short digest of src/urlguard/*.py: which parser version was measured."""
+    """A short digest of the sources under src/urlguard (the Python modules and
+    the compiled parser's Cython source): which version was measured."""
     digest = hashlib.sha256()
-    for path in sorted((ROOT / "src" / "urlguard").rglob("*.py")):
+    package = ROOT / "src" / "urlguard"
+    for path in sorted([*package.rglob("*.py"), *package.rglob("*.pyx")]):
         digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
 
