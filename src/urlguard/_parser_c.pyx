@@ -150,7 +150,7 @@ cdef extern from *:
             return PyObject_Init(op, urlguard_lazy_type);
         }
     #endif
-        op = (PyObject *)_PyObject_GC_New(urlguard_lazy_type);
+        op = PyObject_GC_New(PyObject, urlguard_lazy_type);
         if (op == NULL) return NULL;
         for (k = 0; k < URLGUARD_SLOTS; k++) {
             *(PyObject **)((char *)op + urlguard_slot_offset[k]) = NULL;
