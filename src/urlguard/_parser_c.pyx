@@ -12,9 +12,10 @@ escapes is never copied: its text is made from the raw bytes.
 
 An accepted origin-form target outside ``path_params="split"`` is only
 checked: it comes back as a ``_LazyTarget`` (a ``Target`` whose segments and
-query are made in C when first read), so a request whose handler never reads
-them pays for the checks alone. Absolute-form and "split" targets are built
-whole, with their authority and matrix parameters.
+query are made in C when first read, from where the walk noted them), so a
+request whose handler never reads them pays for the checks alone.
+Absolute-form and "split" targets are built whole, with their authority and
+matrix parameters.
 
 A violation is written into an ``Err`` struct and the walk returns; the
 ``InvalidTarget`` is raised once, at the entry (raising through several
@@ -25,7 +26,10 @@ Memory safety: every walk below reads ``s[i]`` only behind an explicit
 for a block of eight ordinary bytes skipped at once), where ``end`` never
 exceeds the length of the bytes object; the comment at each walk says which
 bound holds. Decoded bytes go to a scratch buffer as long
-as the whole target (decoding never makes a piece longer).
+as the whole target (decoding never makes a piece longer). The bounds a
+lazy target keeps are read only where they are exact (a target of at most
+0xFFFF bytes, at most 16 pieces of each kind), and only in a lazy target
+the walk made.
 tests/test_parser_c.py puts pieces, escapes and UTF-8 sequences at the very
 end of the buffer, and ``tox -e asan`` runs it under AddressSanitizer.
 """
