@@ -575,7 +575,7 @@ def test_freed_targets_come_back_empty(compiled: ModuleType, reference: ModuleTy
         live = [compiled.parse_target(raw) for raw in raws]
         for k, target in enumerate(live):
             if k % 2:
-                assert target.segments  # some read, some not, before they go
+                target.segments  # noqa: B018 (some read, some not, before they go)
         for k in list(order(list(range(len(live))))):
             live[k] = None
         for raw in raws:
