@@ -338,6 +338,71 @@ def test_dot_and_empty_segments(
         assert (got[3], got[5], got[6]) == expected
 
 
+LATIN_1 = Policy(allowed_ranges=[(0x20, 0x7E), (0xA0, 0xFF)])
+
+# Which pass answers an origin-form target that the walk let through: the
+# quick one, which only accepts (escapes decoded, UTF-8 and allowed ranges
+# in one go), or the careful one, which replays the rule order, whenever the
+# quick one meets something it leaves to it. "walk": rejected by the walk, or
+# built at once ("split" mode, absolute form), before either pass.
+PASSES = [
+    P(b"/wiki/Caf%C3%A9?q=caf%C3%A9+au+lait&lang=fr", Policy(), "quick", id="encoded"),
+    P(b"/a/b?x=1&y", Policy(), "quick", id="plain"),
+    P(b"/caf%c3%a9", Policy(), "quick", id="lower-case hex"),
+    P(b"/%41%7e%20", Policy(), "quick", id="escaped ASCII"),
+    P(b"/%E2%82%AC/%F0%9F%98%80", Policy(), "quick", id="three and four bytes"),
+    P(b"/%C3%A9", Policy(), "quick", id="sequence ending the buffer"),
+    P(b"/?q=%C3%A9", Policy(), "quick", id="sequence ending the query"),
+    P(b"/?q=a%26b%3Dc%25", Policy(), "quick", id="escaped separators in the query"),
+    P(b"/caf%C3%A9", LATIN_1, "quick", id="latin-1 range"),
+    P(b"/a%2Fb", Policy(), "careful", id="encoded slash"),
+    P(b"/a%2Fb", Policy(encoded_slash="keep"), "careful", id="kept encoded slash"),
+    P(b"/a%5Cb", Policy(), "careful", id="encoded backslash"),
+    P(b"/a%2eb", Policy(), "careful", id="encoded dot"),
+    P(b"/%2e%2e/x", Policy(), "careful", id="encoded dot segment"),
+    P(b"/a%25", Policy(), "careful", id="encoded percent in the path"),
+    P(b"/a;b/%41", Policy(), "careful", id="a ';'"),
+    P(b"/a\\b/%41", KEEP_RAW_BACKSLASH, "careful", id="a raw backslash"),
+    P(b"/a//%41", Policy(), "careful", id="empty segment and an escape"),
+    P(b"/../%41", Policy(), "careful", id="dot segment and an escape"),
+    P(b"/%C3", Policy(), "careful", id="sequence cut by the end"),
+    P(b"/%C3%A", Policy(), "careful", id="escape cut by the end"),
+    P(b"/%", Policy(), "careful", id="'%' last"),
+    P(b"/%C3/%A9", Policy(), "careful", id="sequence cut by '/'"),
+    P(b"/%C3a", Policy(), "careful", id="sequence cut by a raw byte"),
+    P(b"/%A9", Policy(), "careful", id="lone continuation byte"),
+    P(b"/%C0%AF", Policy(), "careful", id="overlong"),
+    P(b"/%E0%9F%BF", Policy(), "careful", id="overlong three bytes"),
+    P(b"/%ED%A0%80", Policy(), "careful", id="surrogate"),
+    P(b"/%F0%8F%BF%BF", Policy(), "careful", id="overlong four bytes"),
+    P(b"/%F4%90%80%80", Policy(), "careful", id="past U+10FFFF"),
+    P(b"/%F5%80%80%80", Policy(), "careful", id="lead byte past F4"),
+    P(b"/%E2%80%AE", Policy(), "careful", id="forbidden character"),
+    P(b"/%00", Policy(), "careful", id="forbidden control"),
+    P(b"/%E2%82%AC", LATIN_1, "careful", id="outside the latin-1 range"),
+    P(b"/?q=%00", Policy(), "careful", id="forbidden in the query"),
+    P(b"/?q=%C3+%A9", Policy(), "careful", id="sequence cut by '+'"),
+    P(b"/?q=%C3&%A9", Policy(), "careful", id="sequence cut by '&'"),
+    P(b"/?q=%C3=%A9", Policy(), "careful", id="sequence cut by '='"),
+    P(b"/?q=%C3%A", Policy(), "careful", id="escape cut by the end of the query"),
+    P(b"/?q=a+b", Policy(allowed_ranges=[(0x21, 0x7E)]), "careful", id="'+' to a forbidden space"),
+    P(b"/a/b", Policy(path_params="split"), "walk", id="split mode"),
+    P(b"http://h/%C3%A9", Policy(), "walk", id="absolute form"),
+    P(b"/a\x01/%41", Policy(), "walk", id="raw-char"),
+    P(b"/a/b/c", Policy(max_segments=2), "walk", id="too-many"),
+]
+
+
+@pytest.mark.parametrize(("raw", "policy", "expected"), PASSES)
+def test_which_pass_answers(
+    compiled: ModuleType, reference: ModuleType, raw: bytes, policy: Policy, expected: str
+) -> None:
+    """The quick pass takes what clients send escaped; everything it is not
+    sure of goes to the careful pass, whose answer is the reference's."""
+    assert_same(compiled, reference, raw, policy)
+    assert compiled._pass_taken(raw, policy) == expected
+
+
 ESCAPES = [P(b"", id="plain"), P(b"%C3%A9", id="an escape"), P(b"+", id="a '+'")]
 
 

@@ -6,9 +6,13 @@ same verdict, rule, component, index and offset, and the same ``Target``, for
 every input under every ``Policy``. The rules are applied in the reference's
 order: one pass over the raw bytes for the rules about the whole target
 (too-long, fragment, form, raw-char, too-many), which also applies the
-empty- and dot-segment rules to a path of ordinary bytes, then one pass per
-segment and per query pair that needs a closer look. A piece without
-escapes is never copied: its text is made from the raw bytes.
+empty- and dot-segment rules to a path of ordinary bytes, then the rules
+about pieces. These take a quick pass that only accepts (escapes decoded,
+UTF-8 and the allowed characters checked at once, over the raw bytes) and,
+when it meets anything it is not sure of, a careful one: one pass per
+segment and per query pair that needs a closer look, in the reference's
+order, which names the rule. A piece without escapes is never copied: its
+text is made from the raw bytes.
 
 An accepted origin-form target outside ``path_params="split"`` is only
 checked: it comes back as a ``_LazyTarget`` (a ``Target`` whose segments and
@@ -356,9 +360,15 @@ cdef class _Tables:
     # the scan's inner loops skip these.
     cdef unsigned char path_plain[256]
     cdef unsigned char query_plain[256]
+    # What the quick pass steps over: the plain bytes and the separators.
+    cdef unsigned char path_quick[256]
+    cdef unsigned char query_quick[256]
     # Decoded ASCII characters allowed (the forbidden-char rule), per component.
     cdef unsigned char path_ascii[128]
     cdef unsigned char query_ascii[128]
+    # Escaped ASCII the quick pass accepts in a path: path_ascii but the
+    # characters with a rule of their own ('/', '\\', '%' and '.').
+    cdef unsigned char path_quick_ascii[128]
     # The allowed code points as sorted inclusive intervals [lo0, hi0, lo1, ...].
     cdef unsigned int* path_iv
     cdef Py_ssize_t path_iv_n
@@ -429,9 +439,12 @@ cdef _Tables _build_tables(object policy):
         t.query_raw[c] = query_table[c] != 0 and c != 0x23
         t.path_plain[c] = t.path_raw[c] and c not in (0x2F, 0x25, 0x3B, 0x5C)
         t.query_plain[c] = t.query_raw[c] and c not in (0x26, 0x25, 0x2B)
+        t.path_quick[c] = t.path_plain[c] or c == 0x2F
+        t.query_quick[c] = t.query_plain[c] or c == 0x26 or (c == 0x2B and t.query_raw[c])
     for c in range(128):
         t.path_ascii[c] = _in_intervals(t.path_iv, t.path_iv_n, c)
         t.query_ascii[c] = _in_intervals(t.query_iv, t.query_iv_n, c)
+        t.path_quick_ascii[c] = t.path_ascii[c] and c not in (0x2F, 0x5C, 0x25, 0x2E)
     t.path_raw_clean = True
     t.query_raw_clean = True
     for c in range(128):
@@ -834,11 +847,19 @@ cdef struct Noted:
     unsigned short pair[2 * _NOTED]  # pair k is s[pair[2k]:pair[2k + 1]]
 
 
+# Which pass answered a target (_pass_taken, for the tests).
+cdef enum:
+    _BY_WALK = 0  # rejected by the walk, or built at once
+    _BY_QUICK_PASS = 1
+    _BY_CAREFUL_PASS = 2
+
+
 cdef struct Walk:
     const unsigned char* s
     Py_ssize_t n
     unsigned char* scratch
     bint build  # make the texts (else only check: see _LazyTarget)
+    int taken  # _BY_WALK, _BY_QUICK_PASS or _BY_CAREFUL_PASS
     Err err
     Noted note
 
@@ -1114,6 +1135,105 @@ cdef int _check_pieces(Walk* w, _Tables t, Py_ssize_t path_start, Py_ssize_t pat
             index += 1
         a = b + 1
     return 0
+
+
+# --- the quick pass ----------------------------------------------------------------
+
+cdef inline int _escaped_byte(const unsigned char* s, Py_ssize_t i, Py_ssize_t end) noexcept:
+    """The byte that the escape at s[i] stands for, or -1 when s[i:i + 3] is
+    not '%' and two HEXDIG inside s[:end]. Reads s[i + 1] and s[i + 2] only
+    after checking i + 2 < end."""
+    cdef signed char high, low
+    if i + 2 >= end or s[i] != 0x25:
+        return -1
+    high = _HEX[s[i + 1]]
+    low = _HEX[s[i + 2]]
+    if (high | low) < 0:
+        return -1
+    return (high << 4) | low
+
+
+cdef inline Py_ssize_t _quick_char(
+    const unsigned char* s, Py_ssize_t i, Py_ssize_t end, const unsigned char* ascii,
+    const unsigned int* iv, Py_ssize_t iv_n,
+) noexcept:
+    """The character escaped at s[i] ('%'): one escape of ASCII, or two to
+    four escapes of one UTF-8 sequence (RFC 3629 §4: no overlong form, no
+    surrogate, nothing past U+10FFFF). Where it ends, when it is all that and
+    allowed (``ascii`` below 0x80, the intervals above); -1 otherwise. Every
+    escape is read through _escaped_byte, inside s[:end]."""
+    cdef int c = _escaped_byte(s, i, end), c1, c2, c3
+    cdef unsigned int cp
+    if c < 0x80:
+        return i + 3 if c >= 0 and ascii[c] else -1
+    if c < 0xC2 or c > 0xF4:
+        return -1
+    c1 = _escaped_byte(s, i + 3, end)
+    if c1 < 0 or (c1 & 0xC0) != 0x80:
+        return -1
+    if c < 0xE0:
+        cp = ((c & 0x1F) << 6) | (c1 & 0x3F)
+        i += 6
+    else:
+        if (c == 0xE0 and c1 < 0xA0) or (c == 0xED and c1 > 0x9F):
+            return -1  # overlong, or a surrogate
+        if (c == 0xF0 and c1 < 0x90) or (c == 0xF4 and c1 > 0x8F):
+            return -1  # overlong, or past U+10FFFF
+        c2 = _escaped_byte(s, i + 6, end)
+        if c2 < 0 or (c2 & 0xC0) != 0x80:
+            return -1
+        if c < 0xF0:
+            cp = ((c & 0x0F) << 12) | ((c1 & 0x3F) << 6) | (c2 & 0x3F)
+            i += 9
+        else:
+            c3 = _escaped_byte(s, i + 9, end)
+            if c3 < 0 or (c3 & 0xC0) != 0x80:
+                return -1
+            cp = ((c & 0x07) << 18) | ((c1 & 0x3F) << 12) | ((c2 & 0x3F) << 6) | (c3 & 0x3F)
+            i += 12
+    return i if _in_intervals(iv, iv_n, cp) else -1
+
+
+cdef bint _accepted_quickly(Walk* w, _Tables t, Py_ssize_t path_start, Py_ssize_t path_end,
+                            Py_ssize_t question, bint query_plain, bint path_doubt) noexcept:
+    """What _check_pieces checks, for the targets clients send: True when
+    every rule holds for sure; False when something needs the careful pass,
+    which names the rule (one pass over the bytes, where the careful one
+    decodes each piece into scratch and checks it again).
+
+    It only accepts, so it needs no rule order: it gives up at anything that
+    has a rule of its own (an escaped '/', '\\', '%' or '.', a raw ';' or
+    '\\'), at an escape that is malformed, not UTF-8 or not allowed, at a
+    UTF-8 sequence that is not in consecutive escapes of one piece, and
+    where the walk noted an empty or dot segment. Raw bytes are the walk's
+    (raw-char): under a policy where each decodes to an allowed character
+    (path_raw_clean, query_raw_clean) they need nothing more. Same
+    arguments as _check_pieces: path_start < 0 when the path needs no look."""
+    cdef const unsigned char* s = w.s
+    cdef Py_ssize_t i
+    if path_start >= 0:
+        if path_doubt or not t.path_raw_clean:
+            return False
+        i = path_start
+        while i < path_end:  # s[i] for i < path_end; escapes inside s[:path_end]
+            if t.path_quick[s[i]]:
+                i += 1
+            else:
+                i = _quick_char(s, i, path_end, t.path_quick_ascii, t.path_iv, t.path_iv_n)
+                if i < 0:
+                    return False
+    if question >= 0 and not (query_plain and t.query_raw_clean):
+        if not t.query_raw_clean:
+            return False
+        i = question + 1
+        while i < w.n:  # s[i] for i < n; escapes inside s[:n]
+            if t.query_quick[s[i]]:
+                i += 1
+            else:
+                i = _quick_char(s, i, w.n, t.query_ascii, t.query_iv, t.query_iv_n)
+                if i < 0:
+                    return False
+    return True
 
 
 # --- pieces made when first read ---------------------------------------------------
@@ -1521,8 +1641,12 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
         w.note.pairs = pairs
         if slashes <= _NOTED:
             w.note.slash[slashes] = <unsigned short>w.note.path_end
-        if _check_pieces(w, t, path_start, path_end, question, pairs, query_plain) < 0:
-            return None
+        if _accepted_quickly(w, t, path_start, path_end, question, query_plain, bad_index >= 0):
+            w.taken = _BY_QUICK_PASS
+        else:
+            w.taken = _BY_CAREFUL_PASS
+            if _check_pieces(w, t, path_start, path_end, question, pairs, query_plain) < 0:
+                return None
         return _new_lazy_target(raw, t.plus, &w.note)
 
     # Segment by segment: s[a:b], a <= b <= path_end.
@@ -1611,12 +1735,12 @@ cdef bytes _as_bytes(object raw):
     raise TypeError(f"parse_target() takes bytes or str, not {type(raw).__name__}")
 
 
-cdef object _parse(bytes raw, _Tables t, Err* err):
-    """The Target, or None with err set (raised by the caller: see the module docstring)."""
-    cdef Walk w
+cdef object _parse(bytes raw, _Tables t, Walk* w):
+    """The Target, or None with w.err set (raised by the caller: see the module docstring)."""
     cdef unsigned char stack[512]
     w.s = <const unsigned char*>PyBytes_AS_STRING(raw)
     w.n = PyBytes_GET_SIZE(raw)
+    w.taken = _BY_WALK
     # Decoding never lengthens a piece: n bytes of scratch are enough.
     if w.n <= 512:
         w.scratch = stack
@@ -1625,12 +1749,10 @@ cdef object _parse(bytes raw, _Tables t, Err* err):
         if w.scratch == NULL:
             raise MemoryError()
     try:
-        result = _walk(&w, t, raw)
+        return _walk(w, t, raw)
     finally:
         if w.scratch != stack:
             PyMem_Free(w.scratch)
-    err[0] = w.err
-    return result
 
 
 def parse_target(raw, policy=None):
@@ -1638,13 +1760,13 @@ def parse_target(raw, policy=None):
 
     The compiled twin of ``urlguard._parser_py.parse_target``: same arguments,
     same result, same ``InvalidTarget``."""
-    cdef Err err
+    cdef Walk w
     cdef _Tables t = _tables_for(policy)
     if type(raw) is not bytes:
         raw = _as_bytes(raw)
-    result = _parse(<bytes>raw, t, &err)
+    result = _parse(<bytes>raw, t, &w)
     if result is None:
-        raise _new_error(&err)
+        raise _new_error(&w.err)
     return result
 
 
@@ -1656,27 +1778,38 @@ def parse_split_target(raw_path, query, policy):
     if type(query) is not bytes:
         query = _as_bytes(query)
     cdef _Tables t = _tables_for(policy)
-    cdef Err err
-    result = _parse_split(<bytes>raw_path, <bytes>query, t, &err)
+    cdef Walk w
+    result = _parse_split(<bytes>raw_path, <bytes>query, t, &w)
     if result is None:
-        raise _new_error(&err)
+        raise _new_error(&w.err)
     return result
 
 
-cdef object _parse_split(bytes raw_path, bytes query, _Tables t, Err* err):
+cdef object _parse_split(bytes raw_path, bytes query, _Tables t, Walk* w):
     """_parse of raw_path + b"?" + query, of raw_path alone when query is empty."""
     cdef Py_ssize_t path_size = PyBytes_GET_SIZE(raw_path)
     cdef Py_ssize_t query_size = PyBytes_GET_SIZE(query)
     cdef char* joined
     if not query_size:
-        return _parse(raw_path, t, err)
+        return _parse(raw_path, t, w)
     # raw_path + b"?" + query, written into one new bytes object.
     raw = PyBytes_FromStringAndSize(NULL, path_size + 1 + query_size)
     joined = PyBytes_AS_STRING(raw)
     memcpy(joined, PyBytes_AS_STRING(raw_path), path_size)
     joined[path_size] = 0x3F
     memcpy(joined + path_size + 1, PyBytes_AS_STRING(query), query_size)
-    return _parse(<bytes>raw, t, err)
+    return _parse(<bytes>raw, t, w)
+
+
+def _pass_taken(raw, policy=None):
+    """Which pass answered ``parse_target(raw, policy)``: "walk" (rejected
+    by the walk, or built at once), "quick" or "careful" (for the tests)."""
+    cdef Walk w
+    cdef _Tables t = _tables_for(policy)
+    if type(raw) is not bytes:
+        raw = _as_bytes(raw)
+    _parse(<bytes>raw, t, &w)
+    return ("walk", "quick", "careful")[w.taken]
 
 
 # --- the guard's decision -------------------------------------------------------------
@@ -1721,7 +1854,7 @@ cdef class _Decider:
         self._tables = _tables_for(guard.policy)
 
     def decide(self, raw, query, mount, carrier):
-        cdef Err err
+        cdef Walk w
         cdef _Tables t = self._tables
         if type(raw) is not bytes or (query is not None and type(query) is not bytes):
             return self._decide(raw, query, mount, carrier)
@@ -1732,12 +1865,12 @@ cdef class _Decider:
         if self._routed:
             t = _tables_for(self._select(raw))
         if query is None:
-            result = _parse(<bytes>raw, t, &err)
+            result = _parse(<bytes>raw, t, &w)
         else:
-            result = _parse_split(<bytes>raw, <bytes>query, t, &err)
+            result = _parse_split(<bytes>raw, <bytes>query, t, &w)
         if result is None:
             target = raw if not query else b"?".join((raw, query))
-            return self._decide_invalid(_new_error(&err), target, carrier)
+            return self._decide_invalid(_new_error(&w.err), target, carrier)
         carrier[self._key] = result
         return None
 
