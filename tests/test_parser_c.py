@@ -17,6 +17,7 @@ import copy
 import gc
 import logging
 import pickle
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
@@ -476,6 +477,28 @@ def test_short_texts(compiled: ModuleType, length: int) -> None:
         assert target.segments == (expected,)
         pairs = (("x", expected), (expected, "x"), (expected, expected), (expected, ""))
         assert target.query == (pairs if text else pairs[:3])
+
+
+# The characters at the edges of each width CPython stores a string in (one,
+# two or four bytes per character): a string must be stored in the
+# narrowest that holds it, or it compares unequal to the same text.
+WIDTH_EDGES = ["~", "\x80", "\xff", "\u0100", "\u07ff", "\u0800", "\ufffd", "\U00010000"]
+
+
+@pytest.mark.parametrize("char", [P(c, id=f"U+{ord(c):04X}") for c in WIDTH_EDGES])
+@pytest.mark.parametrize("other", [P("", id="alone"), P("a+", id="after ASCII")])
+def test_widths_of_decoded_text(compiled: ModuleType, char: str, other: str) -> None:
+    """Escaped text read from a lazy target, at each width's edges, with
+    and without a '+' (decoded to a space in the query only)."""
+    escaped = other.encode() + "".join(f"%{b:02X}" for b in char.encode()).encode()
+    raw = b"/" + escaped + b"?" + escaped + b"=" + escaped
+    target = compiled.parse_target(raw, Policy(allow_chars="\x80"))
+    in_path, in_query = other + char, other.replace("+", " ") + char
+    assert target.segments == (in_path,)
+    assert target.query == ((in_query, in_query),)
+    texts = [(target.segments[0], in_path), *((text, in_query) for text in target.query[0])]
+    for text, expected in texts:
+        assert sys.getsizeof(text) == sys.getsizeof(expected)
 
 
 def test_query_names_are_shared(compiled: ModuleType, reference: ModuleType) -> None:
