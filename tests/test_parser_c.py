@@ -655,6 +655,46 @@ def test_lazy_targets_are_targets_like_any_other(
         type("Sub", (kind,), {})
 
 
+# The names a lazy target's attributes are read by: the interned names the
+# interpreter hands over, names spelled otherwise (a string built at run
+# time is not interned), and the generic lookup called directly.
+READS: list[tuple[str, Callable[[Any, str], Any]]] = [
+    ("attribute", getattr),
+    ("name built at run time", lambda target, name: getattr(target, "".join(list(name)))),
+    ("object.__getattribute__", object.__getattribute__),
+    (
+        "type's __getattribute__",
+        lambda target, name: vars(type(target))["__getattribute__"](target, name),
+    ),
+]
+
+
+@pytest.mark.parametrize("read", [P(read, id=label) for label, read in READS])
+@pytest.mark.parametrize("raw", [P(b"/a/b?x=1&y", id="plain"), P(b"/a%20b?x=%C3%A9", id="escaped")])
+def test_attributes_of_a_lazy_target(
+    compiled: ModuleType,
+    reference: ModuleType,
+    read: Callable[[Any, str], Any],
+    raw: bytes,
+) -> None:
+    """Segments and query come the short way for the interned names and the
+    generic way for any other spelling: the same values either way, and
+    every other attribute, and a missing one, as on any Target."""
+    expected = reference.parse_target(raw)
+    for name in ("segments", "query", "raw", "raw_path", "raw_query", "params", "authority"):
+        lazy = compiled.parse_target(raw)
+        assert read(lazy, name) == getattr(expected, name)
+    lazy = compiled.parse_target(raw)
+    for name in ("segments", "query"):
+        assert read(lazy, name) is read(lazy, name) is getattr(lazy, name)  # made once
+    lazy = compiled.parse_target(raw)
+    assert read(lazy, "__class__") is compiled._LazyTarget
+    assert read(lazy, "__eq__")(expected) is True
+    assert read(lazy, "get")("x") == expected.get("x")
+    with pytest.raises(AttributeError, match="_LazyTarget' object has no attribute 'missing'"):
+        read(lazy, "missing")
+
+
 def test_freed_targets_come_back_empty(compiled: ModuleType, reference: ModuleType) -> None:
     """Targets freed in any order and made again, more at once than are kept
     for reuse: each new one holds its own target's pieces, read or unread."""

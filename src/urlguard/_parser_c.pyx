@@ -62,6 +62,7 @@ cdef extern from "Python.h":
     ctypedef struct PyMemberDescrObject:
         PyMemberDef* d_member
     PyObject* PyType_GenericAlloc(PyTypeObject*, Py_ssize_t) except NULL
+    object PyObject_GenericGetAttr(object, object)
 
 cdef extern from *:
     """
@@ -118,9 +119,10 @@ cdef extern from *:
     }
 
     static PyObject *urlguard_lazy_type_new(PyObject *base, const Py_ssize_t *offsets,
-                                            Py_ssize_t extra) {
+                                            Py_ssize_t extra, getattrofunc getattro) {
         static PyType_Slot slots[] = {
             {Py_tp_dealloc, (void *)urlguard_lazy_dealloc},
+            {Py_tp_getattro, NULL},  /* getattro, below */
             {Py_tp_doc, (void *)"A Target whose segments and query are made when first read."},
             {0, NULL},
         };
@@ -137,6 +139,7 @@ cdef extern from *:
             return NULL;
         }
         spec.basicsize = (int)(((PyTypeObject *)base)->tp_basicsize + extra);
+        slots[1].pfunc = (void *)getattro;
         bases = PyTuple_Pack(1, base);
         if (bases == NULL) return NULL;
         type = PyType_FromSpecWithBases(&spec, bases);
@@ -166,8 +169,9 @@ cdef extern from *:
         return op;
     }
     """
+    ctypedef PyObject* (*getattrofunc)(PyObject*, PyObject*)
     object _lazy_type_new "urlguard_lazy_type_new" (
-        object base, const Py_ssize_t* offsets, Py_ssize_t extra)
+        object base, const Py_ssize_t* offsets, Py_ssize_t extra, getattrofunc getattro)
     PyObject* _lazy_alloc "urlguard_lazy_alloc" () except NULL
     void PyObject_GC_Track(void*)
     const bint _SHARED_STATE "URLGUARD_SHARED_STATE"
@@ -1266,6 +1270,26 @@ cdef class _Pieces:
         return _lazy_query(target) if self.query else _lazy_segments(target)
 
 
+# The attribute names as the interpreter hands them over (interned).
+cdef str _SEGMENTS_NAME = "segments"
+cdef str _QUERY_NAME = "query"
+
+
+cdef object _lazy_getattr(object target, object name):
+    """tp_getattro of _LazyTarget: its segments and query, the attributes a
+    handler reads, without the generic lookup (the type's MRO, then the
+    descriptor's __get__: about 100 instructions a read). Anything else, and
+    a name that is not the interned one, takes the generic way to the same
+    answer (the _Pieces descriptors)."""
+    if name is _SEGMENTS_NAME:
+        if _noted(target).noted:
+            return _lazy_segments(target)
+    elif name is _QUERY_NAME:
+        if _noted(target).noted:
+            return _lazy_query(target)
+    return PyObject_GenericGetAttr(target, name)
+
+
 def _make_lazy_target_type():
     """_LazyTarget: a Target whose segments and query are made when first
     read, in C (an accepted origin-form target, outside "split" mode).
@@ -1275,7 +1299,7 @@ def _make_lazy_target_type():
     cdef Py_ssize_t offsets[6]
     if _fast_target:
         offsets[:] = [_T_RAW, _T_SEGMENTS, _T_QUERY, _T_PARAMS, _T_AUTHORITY, _T_PLUS]
-        lazy = _lazy_type_new(Target, offsets, sizeof(Noted))
+        lazy = _lazy_type_new(Target, offsets, sizeof(Noted), <getattrofunc>_lazy_getattr)
         _NOTE_OFFSET = (<PyTypeObject*>Target).tp_basicsize
         _lazy_c_type = lazy
     else:
