@@ -10,6 +10,9 @@ libraries pay for what an application reads):
   one wherever it was built);
 * ``urlguard-py``: the same with the pure-Python reference
   (``urlguard._parser_py``), side by side in the same rounds;
+* ``floor``: the same segments and query made in C with nothing checked
+  and no ``Target`` (bench/floor.pyx, built when the part runs: Cython and a
+  C compiler), what no parser handing over these objects can undercut;
 * ``werkzeug``: its public sans-IO request (``werkzeug.sansio.request.Request``)
   given the path as gunicorn + werkzeug decode it (``unquote`` to bytes, UTF-8
   with replacement), then ``.path`` split and ``.args`` (a ``MultiDict``);
@@ -129,13 +132,19 @@ def _ada() -> Parser:
     return ada
 
 
+def _floor() -> Parser:
+    from . import floor  # imports this module: not at the top
+
+    return floor.parser()
+
+
 # name -> (factory importing the library, distribution to install)
 _LIBRARIES: dict[str, tuple[Callable[[], Parser], str]] = {
     "werkzeug": (_werkzeug, "werkzeug"),
     "yarl": (_yarl, "yarl"),
     "ada-url": (_ada, "ada-url"),
 }
-NAMES = ("naive", "urlguard", "urlguard-py", *_LIBRARIES)
+NAMES = ("naive", "urlguard", "urlguard-py", "floor", *_LIBRARIES)
 
 
 def parser(name: str) -> Parser:
@@ -146,6 +155,8 @@ def parser(name: str) -> Parser:
         return strict
     if name == "urlguard-py":
         return reference
+    if name == "floor":
+        return _floor()
     return _LIBRARIES[name][0]()
 
 
@@ -156,9 +167,12 @@ def contenders() -> tuple[dict[str, Parser], list[str]]:
     for name in NAMES:
         try:
             found[name] = parser(name)
-        except ImportError:
-            dist = _LIBRARIES[name][1]
-            missing.append(f"{name}: not installed (pip install {dist}); left out")
+        except ImportError as error:
+            if name == "floor":
+                missing.append(f"floor: not built: {error}; left out")
+            else:
+                dist = _LIBRARIES[name][1]
+                missing.append(f"{name}: not installed (pip install {dist}); left out")
     return found, missing
 
 
