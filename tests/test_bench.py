@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+import urlguard
+
 ROOT = Path(__file__).resolve().parent.parent
 NUMBER = r"[0-9][0-9,]*(?:\.[0-9]+)?"
 
@@ -326,6 +328,20 @@ def test_ab_compares_a_revision_with_the_worktree() -> None:
     assert re.search(r"^plain\s.*\s16$", done.stdout, re.MULTILINE), done.stdout
     assert re.search(r"^malformed\s.*\s1$", done.stdout, re.MULTILINE), done.stdout
     assert row(done.stdout, "encoded") is None
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="bench.ab reads revisions with git")
+def test_ab_builds_a_revisions_compiled_parser() -> None:
+    """With --build the revision's archive gets its compiled parser built
+    (Cython is in the test extra, and the compiled parser needs a C compiler
+    anyway): the revision runs the parser this process runs, the compiled
+    one, or the reference where URLGUARD_NO_EXTENSIONS is set. (src/ as it
+    is holds a compiled module only where it was built in place.)"""
+    done = run_ab("HEAD", "WORKTREE", "--build", "--rounds", "1", "--subset", "malformed")
+    assert done.returncode == 0, done.stderr
+    line = f"A = HEAD: the {urlguard.IMPLEMENTATION} parser"
+    assert re.search(f"^{line}$", done.stdout, re.MULTILINE), done.stdout
+    assert re.search(r"^malformed\s.*\s1$", done.stdout, re.MULTILINE), done.stdout
 
 
 def test_ab_refuses_an_unknown_revision() -> None:
