@@ -17,7 +17,6 @@ import copy
 import gc
 import logging
 import pickle
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
@@ -480,8 +479,7 @@ def test_short_texts(compiled: ModuleType, length: int) -> None:
 
 
 # The characters at the edges of each width CPython stores a string in (one,
-# two or four bytes per character): a string must be stored in the
-# narrowest that holds it, or it compares unequal to the same text.
+# two or four bytes per character).
 WIDTH_EDGES = ["~", "\x80", "\xff", "\u0100", "\u07ff", "\u0800", "\ufffd", "\U00010000"]
 
 
@@ -489,16 +487,15 @@ WIDTH_EDGES = ["~", "\x80", "\xff", "\u0100", "\u07ff", "\u0800", "\ufffd", "\U0
 @pytest.mark.parametrize("other", [P("", id="alone"), P("a+", id="after ASCII")])
 def test_widths_of_decoded_text(compiled: ModuleType, char: str, other: str) -> None:
     """Escaped text read from a lazy target, at each width's edges, with
-    and without a '+' (decoded to a space in the query only)."""
+    and without a '+' (decoded to a space in the query only). CPython's
+    string equality compares the widths first: a string stored wider than
+    its characters need is unequal to the same text."""
     escaped = other.encode() + "".join(f"%{b:02X}" for b in char.encode()).encode()
     raw = b"/" + escaped + b"?" + escaped + b"=" + escaped
     target = compiled.parse_target(raw, Policy(allow_chars="\x80"))
     in_path, in_query = other + char, other.replace("+", " ") + char
     assert target.segments == (in_path,)
     assert target.query == ((in_query, in_query),)
-    texts = [(target.segments[0], in_path), *((text, in_query) for text in target.query[0])]
-    for text, expected in texts:
-        assert sys.getsizeof(text) == sys.getsizeof(expected)
 
 
 def test_query_names_are_shared(compiled: ModuleType, reference: ModuleType) -> None:
