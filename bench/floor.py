@@ -39,7 +39,7 @@ def parser() -> Parser:
     if _built:
         return _built[0]
     if importlib.util.find_spec("Cython") is None:
-        raise ImportError("needs Cython (pip install Cython) and a C compiler")
+        raise ImportError("not built: needs Cython (pip install Cython) and a C compiler")
     with tempfile.TemporaryDirectory(prefix="urlguard-floor-", ignore_cleanup_errors=True) as name:
         folder = Path(name)
         (folder / "floor.pyx").write_bytes(SOURCE.read_bytes())
@@ -49,10 +49,10 @@ def parser() -> Parser:
         built = sorted(folder.glob("floor*.so")) + sorted(folder.glob("floor*.pyd"))
         if done.returncode != 0 or not built:
             last = (done.stderr.strip().splitlines() or ["no module"])[-1]
-            raise ImportError(f"cannot be built here ({last})")
+            raise ImportError(f"not built: cannot be built here ({last})")
         spec = importlib.util.spec_from_file_location("floor", built[0])
         if spec is None or spec.loader is None:
-            raise ImportError(f"cannot load {built[0]}")
+            raise ImportError(f"not built: cannot load {built[0]}")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)  # loaded: the folder can go
     split: Parser = module.split

@@ -173,20 +173,18 @@ def run(quick: bool, out: Callable[[str], None] = print) -> None:
         return
     from .corpus import build
     from .inprocess import LAYERS, TARGETS
-    from .micro import NAMES, parser
+    from .micro import NAMES, contenders
 
     corpus = build()
     sizes = {"mixed": len(corpus.targets), "plain": corpus.count("plain")}
     sizes["encoded"] = corpus.count("encoded")
     sizes["malformed"] = corpus.count("malformed")
-    names = ["naive", "urlguard"] if quick else list(NAMES)
-    missing = []
-    for name in list(names):
-        try:
-            parser(name)
-        except ImportError:
-            names.remove(name)
-            missing.append(f"{name}: not installed; left out")
+    missing: list[str] = []
+    if quick:
+        names = ["naive", "urlguard"]
+    else:
+        found, missing = contenders()  # the micro part's, with its notes on what is missing
+        names = [name for name in NAMES if name in found]
     subsets = ("plain",) if quick else SUBSETS
     passes = 1 if quick else 2
     per_target: dict[tuple[str, str], float] = {}

@@ -12,7 +12,7 @@ libraries pay for what an application reads):
   (``urlguard._parser_py``), side by side in the same rounds;
 * ``floor``: the same segments and query made in C with nothing checked
   and no ``Target`` (bench/floor.pyx, built when the part runs: Cython and a
-  C compiler), what no parser handing over these objects can undercut;
+  C compiler), what these objects cost by themselves;
 * ``werkzeug``: its public sans-IO request (``werkzeug.sansio.request.Request``)
   given the path as gunicorn + werkzeug decode it (``unquote`` to bytes, UTF-8
   with replacement), then ``.path`` split and ``.args`` (a ``MultiDict``);
@@ -138,13 +138,15 @@ def _floor() -> Parser:
     return floor.parser()
 
 
-# name -> (factory importing the library, distribution to install)
-_LIBRARIES: dict[str, tuple[Callable[[], Parser], str]] = {
+# name -> (factory, what to say when it raises ImportError: None to say why
+# it did, else what to install)
+_LIBRARIES: dict[str, tuple[Callable[[], Parser], str | None]] = {
+    "floor": (_floor, None),
     "werkzeug": (_werkzeug, "werkzeug"),
     "yarl": (_yarl, "yarl"),
     "ada-url": (_ada, "ada-url"),
 }
-NAMES = ("naive", "urlguard", "urlguard-py", "floor", *_LIBRARIES)
+NAMES = ("naive", "urlguard", "urlguard-py", *_LIBRARIES)
 
 
 def parser(name: str) -> Parser:
@@ -155,8 +157,6 @@ def parser(name: str) -> Parser:
         return strict
     if name == "urlguard-py":
         return reference
-    if name == "floor":
-        return _floor()
     return _LIBRARIES[name][0]()
 
 
@@ -168,11 +168,9 @@ def contenders() -> tuple[dict[str, Parser], list[str]]:
         try:
             found[name] = parser(name)
         except ImportError as error:
-            if name == "floor":
-                missing.append(f"floor: not built: {error}; left out")
-            else:
-                dist = _LIBRARIES[name][1]
-                missing.append(f"{name}: not installed (pip install {dist}); left out")
+            dist = _LIBRARIES[name][1]
+            why = str(error) if dist is None else f"not installed (pip install {dist})"
+            missing.append(f"{name}: {why}; left out")
     return found, missing
 
 

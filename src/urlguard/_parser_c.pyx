@@ -654,6 +654,20 @@ cdef inline Py_ssize_t _raw_offset(const unsigned char* s, Py_ssize_t start, Py_
     return position
 
 
+cdef inline int _escaped_byte(const unsigned char* s, Py_ssize_t i, Py_ssize_t end) noexcept:
+    """The byte that the escape at s[i] stands for, or -1 when s[i:i + 3] is
+    not '%' and two HEXDIG inside s[:end]. Reads s[i + 1] and s[i + 2] only
+    after checking i + 2 < end."""
+    cdef signed char high, low
+    if i + 2 >= end or s[i] != 0x25:
+        return -1
+    high = _HEX[s[i + 1]]
+    low = _HEX[s[i + 2]]
+    if (high | low) < 0:
+        return -1
+    return (high << 4) | low
+
+
 cdef int _decode(
     const unsigned char* s, Py_ssize_t start, Py_ssize_t end, bint plus,
     unsigned char* out, Piece* piece, int component, Py_ssize_t index, Err* err,
@@ -664,8 +678,8 @@ cdef int _decode(
     only after checking i + 2 < end (a '%' among the last two bytes is a
     malformed escape). Writes at most end - start bytes to out."""
     cdef Py_ssize_t i = start, k = 0
+    cdef int escaped
     cdef unsigned char c
-    cdef signed char high, low
     piece.first_slash = -1
     piece.first_backslash = -1
     piece.high = False
@@ -674,13 +688,10 @@ cdef int _decode(
     while i < end:
         c = s[i]
         if c == 0x25:  # '%'
-            if i + 2 >= end:
+            escaped = _escaped_byte(s, i, end)
+            if escaped < 0:
                 return _fail(err, R_MALFORMED, component, index, i)
-            high = _HEX[s[i + 1]]
-            low = _HEX[s[i + 2]]
-            if high < 0 or low < 0:
-                return _fail(err, R_MALFORMED, component, index, i)
-            c = <unsigned char>((high << 4) | low)
+            c = <unsigned char>escaped
             piece.escaped = True
             if c >= 0x80:
                 piece.high = True
@@ -701,6 +712,24 @@ cdef int _decode(
         k += 1
     piece.length = k
     return 0
+
+
+# The second byte of a UTF-8 sequence, by its lead byte (0xC2..0xF4): the
+# range of the Unicode Standard's table of well-formed sequences (3-7), so
+# that no overlong form, surrogate or code point past U+10FFFF passes
+# (RFC 3629 §4). Any other lead takes no second byte (an empty range).
+cdef unsigned char _SECOND_LOW[256]
+cdef unsigned char _SECOND_HIGH[256]
+for _c in range(256):
+    _SECOND_LOW[_c], _SECOND_HIGH[_c] = (0x80, 0xBF) if 0xC2 <= _c <= 0xF4 else (0xFF, 0)
+_SECOND_LOW[0xE0] = 0xA0
+_SECOND_HIGH[0xED] = 0x9F
+_SECOND_LOW[0xF0] = 0x90
+_SECOND_HIGH[0xF4] = 0x8F
+
+
+cdef inline bint _second_byte_fits(unsigned char lead, unsigned char second) noexcept:
+    return _SECOND_LOW[lead] <= second <= _SECOND_HIGH[lead]
 
 
 cdef inline Py_ssize_t _first_bad_char(
@@ -729,17 +758,15 @@ cdef inline Py_ssize_t _first_bad_char(
         if i + 1 >= n:
             return i
         c1 = d[i + 1]
+        if not _second_byte_fits(c, c1):
+            return i
         if c < 0xE0:
-            if (c1 & 0xC0) != 0x80:
-                return i
             cp = ((c & 0x1F) << 6) | (c1 & 0x3F)
             if forbidden < 0 and not _in_intervals(iv, iv_n, cp):
                 forbidden = i
             i += 2
             continue
         if c < 0xF0:
-            if (c == 0xE0 and c1 < 0xA0) or (c == 0xED and c1 > 0x9F) or (c1 & 0xC0) != 0x80:
-                return i
             if i + 2 >= n or (d[i + 2] & 0xC0) != 0x80:
                 return i
             cp = ((c & 0x0F) << 12) | ((c1 & 0x3F) << 6) | (d[i + 2] & 0x3F)
@@ -747,8 +774,6 @@ cdef inline Py_ssize_t _first_bad_char(
                 forbidden = i
             i += 3
             continue
-        if (c == 0xF0 and c1 < 0x90) or (c == 0xF4 and c1 > 0x8F) or (c1 & 0xC0) != 0x80:
-            return i
         if i + 2 >= n or (d[i + 2] & 0xC0) != 0x80:
             return i
         if i + 3 >= n or (d[i + 3] & 0xC0) != 0x80:
@@ -1143,20 +1168,6 @@ cdef int _check_pieces(Walk* w, _Tables t, Py_ssize_t path_start, Py_ssize_t pat
 
 # --- the quick pass ----------------------------------------------------------------
 
-cdef inline int _escaped_byte(const unsigned char* s, Py_ssize_t i, Py_ssize_t end) noexcept:
-    """The byte that the escape at s[i] stands for, or -1 when s[i:i + 3] is
-    not '%' and two HEXDIG inside s[:end]. Reads s[i + 1] and s[i + 2] only
-    after checking i + 2 < end."""
-    cdef signed char high, low
-    if i + 2 >= end or s[i] != 0x25:
-        return -1
-    high = _HEX[s[i + 1]]
-    low = _HEX[s[i + 2]]
-    if (high | low) < 0:
-        return -1
-    return (high << 4) | low
-
-
 cdef inline Py_ssize_t _quick_char(
     const unsigned char* s, Py_ssize_t i, Py_ssize_t end, const unsigned char* ascii,
     const unsigned int* iv, Py_ssize_t iv_n,
@@ -1173,16 +1184,12 @@ cdef inline Py_ssize_t _quick_char(
     if c < 0xC2 or c > 0xF4:
         return -1
     c1 = _escaped_byte(s, i + 3, end)
-    if c1 < 0 or (c1 & 0xC0) != 0x80:
+    if c1 < 0 or not _second_byte_fits(c, c1):
         return -1
     if c < 0xE0:
         cp = ((c & 0x1F) << 6) | (c1 & 0x3F)
         i += 6
     else:
-        if (c == 0xE0 and c1 < 0xA0) or (c == 0xED and c1 > 0x9F):
-            return -1  # overlong, or a surrogate
-        if (c == 0xF0 and c1 < 0x90) or (c == 0xF4 and c1 > 0x8F):
-            return -1  # overlong, or past U+10FFFF
         c2 = _escaped_byte(s, i + 6, end)
         if c2 < 0 or (c2 & 0xC0) != 0x80:
             return -1
@@ -1279,9 +1286,9 @@ cdef object _lazy_getattr(object target, object name):
     """tp_getattro of _LazyTarget: its segments and query, the attributes a
     handler reads, without the generic lookup (the type's MRO, then the
     descriptor's __get__: a plain target parsed and both read went from
-    4,798 to 4,538 instructions). Anything else, and
-    a name that is not the interned one, takes the generic way to the same
-    answer (the _Pieces descriptors)."""
+    4,798 to 4,538 instructions). Anything else, and a name that is not the
+    interned one, takes the generic way to the same answer (the _Pieces
+    descriptors)."""
     if name is _SEGMENTS_NAME:
         if _noted(target).noted:
             return _lazy_segments(target)
@@ -1657,7 +1664,7 @@ cdef object _walk(Walk* w, _Tables t, bytes raw):
             if bad_index >= 0:
                 return _reject(&w.err, bad_rule, C_PATH, bad_index, bad_offset)
             path_start = path_end = -1  # nothing left to check in the path
-        # Before _check_pieces: path_end is set to -1 above when nothing is left to check.
+        # From question, not path_end: path_end is -1 when the path needs no more look.
         w.note.noted = True
         w.note.path_escaped = path_special
         w.note.query_escaped = not query_plain
