@@ -8,7 +8,7 @@ show, and to send back in a 400.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 Rule = Literal[
     "too-long",
@@ -23,6 +23,7 @@ Rule = Literal[
     "encoded-backslash",
     "dot-segment",
     "empty-segment",
+    "drive-letter",
     "double-encoding",
 ]
 Component = Literal["target", "path", "query"]
@@ -32,8 +33,8 @@ Component = Literal["target", "path", "query"]
 #: absolute-form authority), then raw-char and too-many (path, then query),
 #: then segment by segment (an empty segment; for each piece of the segment
 #: malformed-escape, encoded-slash, encoded-backslash, invalid-utf8,
-#: forbidden-char; then dot-segment, empty-segment of the parts a kept
-#: separator makes, double-encoding), then query pair by pair (name, then
+#: forbidden-char; then dot-segment, empty-segment and drive-letter of the
+#: parts a kept separator makes, double-encoding), then query pair by pair (name, then
 #: value: malformed-escape, invalid-utf8, forbidden-char). The first
 #: violation found is the one reported; docs/rules.md tells the whole order.
 RULES: Final[tuple[Rule, ...]] = (
@@ -49,6 +50,7 @@ RULES: Final[tuple[Rule, ...]] = (
     "forbidden-char",
     "dot-segment",
     "empty-segment",
+    "drive-letter",
     "double-encoding",
 )
 
@@ -67,6 +69,7 @@ REASONS: Final[dict[Rule, str]] = {
     "encoded-backslash": "a path segment contains an encoded '\\' (%5C)",
     "dot-segment": "a path segment is '.' or '..' (RFC 3986 section 3.3)",
     "empty-segment": "the path contains an empty segment ('//')",
+    "drive-letter": "a kept separator makes a Windows drive ('c:') the start of a path segment",
     "double-encoding": "a decoded path segment still contains a percent-escape",
 }
 
@@ -92,42 +95,54 @@ class InvalidTarget(ValueError):
         1
     """
 
-    __slots__ = ("component", "index", "offset", "rule")
-    rule: Rule
-    component: Component
-    index: int | None
-    offset: int
+    # The four fields live in ``args``, where ``BaseException.__new__`` puts
+    # the positional arguments: so pickling and copying rebuild the error,
+    # and the compiled parser makes one without a Python ``__init__`` frame.
+    __slots__ = ()
 
     def __init__(self, rule: Rule, component: Component, index: int | None, offset: int) -> None:
-        # Kept in ``args`` too, so that pickling and copying rebuild the error.
-        super().__init__(rule, component, index, offset)
-        self.rule = rule
-        self.component = component
-        self.index = index
-        self.offset = offset
+        self.args = (rule, component, index, offset)  # the keyword form, too
+
+    @property
+    def rule(self) -> Rule:
+        return self._field(0)  # type: ignore[no-any-return]
+
+    @property
+    def component(self) -> Component:
+        return self._field(1)  # type: ignore[no-any-return]
+
+    @property
+    def index(self) -> int | None:
+        return self._field(2)  # type: ignore[no-any-return]
+
+    @property
+    def offset(self) -> int:
+        return self._field(3)  # type: ignore[no-any-return]
+
+    def _field(self, position: int) -> Any:
+        # None on an instance made without its four arguments.
+        args = self.args
+        return args[position] if len(args) == 4 else None
 
     @property
     def reason(self) -> str:
-        rule = getattr(self, "rule", None)
+        rule = self.rule
         unknown = "the request target was rejected"
-        return REASONS.get(rule, unknown) if isinstance(rule, str) else unknown  # type: ignore[call-overload]
+        return REASONS.get(rule, unknown) if isinstance(rule, str) else unknown
 
     def __str__(self) -> str:
         # From the fields alone, never from the input; and never raising, even
         # on an instance made without __init__ or with fields of odd types.
-        rule = getattr(self, "rule", None)
-        component = getattr(self, "component", None)
-        index = getattr(self, "index", None)
-        offset = getattr(self, "offset", None)
+        rule, component, index, offset = self.rule, self.component, self.index, self.offset
         rule_text = rule if isinstance(rule, str) else "rejected"
-        where = component if isinstance(component, str) else "target"
+        where: str = component if isinstance(component, str) else "target"
         if isinstance(index, int):
             where = f"{where} {_piece(where)} {index}"
         at = f", byte offset {offset}" if isinstance(offset, int) else ""
         return f"{rule_text}: {self.reason} ({where}{at})"
 
     def __repr__(self) -> str:
-        fields = (getattr(self, name, None) for name in ("rule", "component", "index", "offset"))
+        fields = (self.rule, self.component, self.index, self.offset)
         return f"InvalidTarget({', '.join(map(repr, fields))})"
 
 

@@ -34,6 +34,7 @@ SLASH = ord("/")
 QUESTION = ord("?")
 HASH = ord("#")
 SEMICOLON = ord(";")
+BACKSLASH = ord("\\")
 PLUS = ord("+")
 
 # RFC 3986 §3.3

@@ -13,10 +13,9 @@ and asks :meth:`Guard.decide`, which answers one of:
 
 The common case is one test for the adapter (``decision is None``), and the
 guard stores the target itself: on every request, no ``isinstance`` chain.
-The adapters ask through :meth:`Guard.decider`: with the compiled parser, a
-twin of ``decide`` in C that reaches the parser without a Python frame
-between, and hands everything but an accepted raw target back to this
-class (``decide_invalid``, or ``decide`` itself).
+The guard parses with the parser it was given (``parser``: a module with
+``parse_target`` and ``parse_split_target``), by default the one chosen at
+import (``urlguard._parser``).
 
 Everything else happens here, once for both: the options, checked at
 construction (``TypeError``/``ValueError`` naming the keyword); the mount
@@ -43,14 +42,15 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any, Final, Generic, Literal, NamedTuple, Protocol, TypeVar
+from types import ModuleType
+from typing import Any, Final, Generic, Literal, NamedTuple, TypeVar
 from urllib.parse import quote_from_bytes
 
 from . import _grammar as g
+from . import _parser
 from ._answers import Answer, answer, refusal, rejection
 from ._config import MODES, Config, Mode, check_prefix, load_config, route_policy
 from ._errors import InvalidTarget
-from ._parser import decider_for, parse_split_target, parse_target
 from ._policy import DEFAULT_POLICY, Policy
 from ._routes import Route, RouteTable, is_server_wide_options, unmount
 from ._target import Target
@@ -60,7 +60,6 @@ __all__ = [
     "TARGET_KEY",
     "VIOLATION_KEY",
     "Answer",
-    "Decider",
     "Guard",
     "GuardedMiddleware",
     "MissingRawTarget",
@@ -87,8 +86,6 @@ LOG_LIMIT: Final = 256
 #: application an adapter guards (and ``on_reject`` returns).
 C = TypeVar("C", bound=MutableMapping[str, Any])
 A = TypeVar("A", bound=Callable[..., Any])
-C_in = TypeVar("C_in", bound=MutableMapping[str, Any], contravariant=True)
-A_out = TypeVar("A_out", bound=Callable[..., Any], covariant=True)
 
 
 class Request(NamedTuple):
@@ -110,14 +107,6 @@ class Request(NamedTuple):
     query: bytes = b""
 
 
-class Decider(Protocol[C_in, A_out]):
-    """Whatever answers :meth:`Guard.decide`'s question: the guard, or its compiled twin."""
-
-    def decide(
-        self, raw: bytes | None, query: bytes | None, mount: bytes | None, carrier: C_in, /
-    ) -> Answer | A_out | None: ...
-
-
 class Guard(Generic[C, A]):
     """Checked options and the decision both middlewares share. One per middleware.
 
@@ -128,6 +117,8 @@ class Guard(Generic[C, A]):
 
     __slots__ = (
         "_lock",
+        "_parse",
+        "_parse_split",
         "_read",
         "_violations",
         "log_level",
@@ -137,6 +128,7 @@ class Guard(Generic[C, A]):
         "on_reject",
         "on_violation",
         "owner",
+        "parser",
         "policy",
         "protocol",
         "report",
@@ -165,8 +157,13 @@ class Guard(Generic[C, A]):
         on_violation: object = None,
         missing_raw_target: object = "refuse",
         log_level: object = logging.WARNING,
+        parser: object = None,
     ) -> None:
         self.owner = owner
+        self.parser = _parser_module(owner, parser)
+        # Bound once: the two functions every request calls.
+        self._parse: Callable[[bytes, Policy], Target] = self.parser.parse_target
+        self._parse_split: Callable[[bytes, bytes, Policy], Target] = self.parser.parse_split_target
         self.protocol = protocol
         self._read = read
         self.missing = missing
@@ -224,22 +221,38 @@ class Guard(Generic[C, A]):
         An accepted target is stored in ``carrier`` at ``"urlguard.target"``,
         and the answer is ``None``: call the application.
         """
-        # With the reference parser every request passes here (the compiled
-        # one has a twin in C, see decider): no local but the arguments (each
-        # one the frame must set up and clear).
         if raw is None:
             return self._without_raw_target(mount, carrier)
         if mount is not None:
+            if self.routed:
+                return self._decide_mounted(raw, query, mount, carrier)
             raw = unmount(raw, mount)
         try:
             if query is None:
-                carrier[TARGET_KEY] = parse_target(
+                carrier[TARGET_KEY] = self._parse(
                     raw, self.table.select(raw) if self.routed else self.policy
                 )
             else:
-                carrier[TARGET_KEY] = parse_split_target(
+                carrier[TARGET_KEY] = self._parse_split(
                     raw, query, self.table.select(raw) if self.routed else self.policy
                 )
+        except InvalidTarget as exc:
+            return self.decide_invalid(exc, raw if not query else b"?".join((raw, query)), carrier)
+        return None
+
+    def _decide_mounted(
+        self, raw: bytes, query: bytes | None, mount: bytes, carrier: C
+    ) -> Answer | A | None:
+        """``decide`` with per-route policies below a mount point: the target
+        must pass the policy of every route the application may route it to
+        (:meth:`RouteTable.candidates`), in turn; the first one's target is stored."""
+        raw, policies = self.table.candidates(raw, mount)
+        try:
+            for policy in reversed(policies):  # the first one's target is the one stored
+                if query is None:
+                    carrier[TARGET_KEY] = self._parse(raw, policy)
+                else:
+                    carrier[TARGET_KEY] = self._parse_split(raw, query, policy)
         except InvalidTarget as exc:
             return self.decide_invalid(exc, raw if not query else b"?".join((raw, query)), carrier)
         return None
@@ -264,14 +277,6 @@ class Guard(Generic[C, A]):
         return answer(
             request.method, 400, content_type, body, f"invalid request target: {exc.rule}"
         )
-
-    def decider(self) -> Decider[C, A]:
-        """What the adapters ask on every request: an object whose ``decide``
-        is this guard's. With the compiled parser it is made in C, without
-        the Python frame of :meth:`decide` (about 140 instructions a request
-        on CPython 3.11); with the reference, it is this guard."""
-        decider: Decider[C, A] = decider_for(self)
-        return decider
 
     def _without_raw_target(self, mount: bytes | None, carrier: C) -> Answer | A | None:
         request = self._read(carrier)
@@ -325,9 +330,9 @@ class Guard(Generic[C, A]):
         # literal '%' as %25, so this finds exactly the U+FFFD characters.
         at = path.find(_REPLACEMENT_ESCAPED)
         if at < 0:
-            return parse_target(rebuilt, policy)
+            return self._parse(rebuilt, policy)
         judged = path.replace(_REPLACEMENT_ESCAPED, _NEVER_UTF8) + rebuilt[len(path) :]
-        parse_target(judged, policy)  # raises: the path holds bytes that are never UTF-8
+        self._parse(judged, policy)  # raises: the path holds bytes that are never UTF-8
         # Not reached while invalid-utf8 has no switch; if it ever gets one, refuse anyway.
         raise InvalidTarget("invalid-utf8", "path", path.count(b"/", 0, at) - 1, at)
 
@@ -418,6 +423,7 @@ class GuardedMiddleware(Generic[A, C]):
         on_violation: Callable[[InvalidTarget, C], object] | None = None,
         missing_raw_target: MissingRawTarget = "refuse",
         log_level: int = logging.WARNING,
+        parser: ModuleType | None = None,
     ) -> None:
         """
         :param app: the application to guard.
@@ -450,6 +456,10 @@ class GuardedMiddleware(Generic[A, C]):
             invalid UTF-8 was, counts as ``invalid-utf8``).
         :param log_level: the level of the one log line per violation
             (logger ``"urlguard"``); default ``logging.WARNING``.
+        :param parser: the parser module, ``urlguard._parser_c`` (compiled)
+            or ``urlguard._parser_py`` (the reference); default the one
+            chosen at import (``urlguard.IMPLEMENTATION``). Both give the same
+            answer on every input; tests and benchmarks pass each in turn.
         """
         owner = f"{type(self).__module__}.{type(self).__qualname__}"
         if not callable(app):
@@ -468,8 +478,8 @@ class GuardedMiddleware(Generic[A, C]):
             on_violation=on_violation,
             missing_raw_target=missing_raw_target,
             log_level=log_level,
+            parser=parser,
         )
-        self._decider = self._guard.decider()
 
     @property
     def mode(self) -> str:
@@ -552,6 +562,18 @@ def _routes(owner: str, routes: object, base: Policy) -> list[tuple[str, Policy]
                 f"not {type(value).__name__}"
             )
     return pairs
+
+
+def _parser_module(owner: str, parser: object) -> Any:
+    if parser is None:
+        return _parser.PARSER
+    for name in ("parse_target", "parse_split_target"):
+        if not callable(getattr(parser, name, None)):
+            raise TypeError(
+                f"{owner}: parser must be a urlguard parser module (urlguard._parser_c "
+                f"or urlguard._parser_py), not {type(parser).__name__}"
+            )
+    return parser
 
 
 def _callback(owner: str, name: str, value: object) -> Callable[..., Any] | None:

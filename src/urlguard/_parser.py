@@ -1,26 +1,28 @@
 """Which parser runs: the compiled one when it is there, else the reference.
 
 ``urlguard._parser_c`` (Cython) and ``urlguard._parser_py`` (pure Python)
-give the same answer on every input; the compiled one is only faster. It is
-chosen once, at import:
+export the same two functions, ``parse_target`` and ``parse_split_target``,
+and give the same answer on every input; the compiled one is only faster. It
+is chosen once, at import:
 
 * ``URLGUARD_NO_EXTENSIONS`` set to ``1``, ``true`` or ``yes`` (any case)
   forces the reference; ``0``, ``false``, ``no`` or empty do not;
 * on an interpreter other than CPython the reference is used;
 * so it is when the compiled module was not built (no C compiler at install).
 
-Everything else in urlguard imports the parser from here, and so does the
-guard its decider (``decider_for``): the compiled module makes the
-decision of a request that passes in C as well.
+``PARSER`` is the chosen module: what a guard uses unless it is handed
+another (``StrictURLMiddleware(app, parser=urlguard._parser_py)``), as the
+tests do to run everything on both.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from types import ModuleType
 from typing import Literal
 
-__all__ = ["IMPLEMENTATION", "decider_for", "parse_split_target", "parse_target"]
+__all__ = ["IMPLEMENTATION", "PARSER", "parse_split_target", "parse_target"]
 
 
 def _no_extensions(environ: os._Environ[str] | dict[str, str] = os.environ) -> bool:
@@ -32,6 +34,8 @@ def _no_extensions(environ: os._Environ[str] | dict[str, str] = os.environ) -> b
 
 #: The implementation this process uses, ``"compiled"`` or ``"python"``.
 IMPLEMENTATION: Literal["compiled", "python"]
+#: Its module, with ``parse_target`` and ``parse_split_target``.
+PARSER: ModuleType
 
 # The reference is imported last, in the handler, as markupsafe and yarl do:
 # static readers of the source (the API reference's generator) then document
@@ -39,9 +43,11 @@ IMPLEMENTATION: Literal["compiled", "python"]
 try:
     if _no_extensions() or sys.implementation.name != "cpython":
         raise ImportError("the compiled parser is not wanted here")
-    from ._parser_c import decider_for, parse_split_target, parse_target
+    from . import _parser_c as PARSER
+    from ._parser_c import parse_split_target, parse_target
 except ImportError:  # not wanted, or built without a C compiler: the reference
-    from ._parser_py import decider_for, parse_split_target, parse_target  # type: ignore[no-redef]
+    from . import _parser_py as PARSER
+    from ._parser_py import parse_split_target, parse_target  # type: ignore[no-redef]
 
     IMPLEMENTATION = "python"
 else:

@@ -1,5 +1,5 @@
 # The compiled parser's signatures: those of urlguard._parser_py.
-from typing import Any, overload
+from typing import overload
 
 from ._policy import Policy
 from ._target import Target
@@ -11,4 +11,3 @@ def parse_target(raw: str, policy: Policy | None = None) -> Target: ...
 def parse_split_target(
     raw_path: bytes | bytearray | memoryview, query: bytes | bytearray | memoryview, policy: Policy
 ) -> Target: ...
-def decider_for(guard: Any) -> Any: ...

@@ -14,7 +14,7 @@ the same answer on every input, and the tests hold it to that.
 from __future__ import annotations
 
 import re
-from typing import Final, TypeVar, overload
+from typing import Final, overload
 from urllib.parse import unquote_to_bytes
 
 from . import _grammar as g
@@ -23,7 +23,8 @@ from ._policy import DEFAULT_POLICY, Policy
 from ._target import Pairs, Target
 
 _DOTS: Final = frozenset((".", ".."))
-_G = TypeVar("_G")
+# What a Windows path reader takes for a drive: one ASCII letter and ':'.
+_DRIVE: Final = re.compile(r"[A-Za-z]:")
 
 # RFC 3986 §2.1: pct-encoded = "%" HEXDIG HEXDIG (either case).
 _MALFORMED_ESCAPE: Final = re.compile(rb"%(?![0-9A-Fa-f]{2})")
@@ -77,16 +78,7 @@ def parse_target(raw: bytes | bytearray | memoryview | str, policy: Policy | Non
           ...
         urlguard._errors.InvalidTarget: invalid-utf8: ...
     """
-    p = _policy_of(policy)
-    raw = _as_bytes(raw)
-    # The shortcut: a short plain ASCII target (no escape, no ';', every
-    # byte allowed raw in path and query) can break only the dot and empty
-    # segment rules, and '/.' and '//' are the only ways to break them.
-    if 0 < len(raw) <= p._plain_max and raw[0] == g.SLASH and raw.translate(p._plain_table) == raw:
-        path = raw.decode().partition("?")[0]  # ASCII, as the table says
-        if "//" not in path and "/." not in path:
-            return Target(raw, plus_as_space=p.plus_as_space)
-    return _parse(raw, p)
+    return _parse(_as_bytes(raw), _policy_of(policy))
 
 
 def parse_split_target(
@@ -97,13 +89,6 @@ def parse_split_target(
     query``, or of ``raw_path`` alone when ``query`` is empty."""
     raw_path, query = _as_bytes(raw_path), _as_bytes(query)
     return parse_target(raw_path + b"?" + query if query else raw_path, policy)
-
-
-def decider_for(guard: _G) -> _G:
-    """What answers each request for ``guard`` (a ``urlguard._guard.Guard``):
-    the guard itself, whose ``decide`` is the reference decision. The
-    compiled module's twin returns the same decision made in C."""
-    return guard
 
 
 def _parse(raw: bytes, p: Policy) -> Target:
@@ -156,7 +141,6 @@ def _parse(raw: bytes, p: Policy) -> Target:
         tuple(query),
         params=tuple(params) if p.path_params == "split" else None,
         authority=authority,
-        plus_as_space=p.plus_as_space,
     )
 
 
@@ -211,21 +195,32 @@ def _segment(
             texts += (key, value)
         at += len(piece) + 1
 
-    # The parts of the name that a kept %2F or %5C separates: each is a
-    # segment to whatever splits the name again (a file system, a proxy).
+    # The parts of the name that a kept separator (%2F, %5C, or a raw '\'
+    # the policy admits) separates: each is a segment to whatever splits the
+    # name again (a file system, a proxy, a servlet container).
     parts = _split_on_any(name, p._kept_separators)
     if p.dot_segment == "reject":
         # "..;x" is ".." to servlet containers, which strip path parameters
-        # before resolving dot segments (Tomcat's "..;/" behind a proxy).
+        # before resolving dot segments (Tomcat's "..;/" behind a proxy): of
+        # the whole segment up to its first raw ';', and of each part.
         dots_before_semicolon = g.SEMICOLON in raw_segment and unquote_to_bytes(
             raw_segment.partition(b";")[0]
         ) in (b".", b"..")
-        if dots_before_semicolon or not _DOTS.isdisjoint(parts):
+        if (
+            dots_before_semicolon
+            or not _DOTS.isdisjoint(parts)
+            or (len(parts) > 1 and any(part.partition(";")[0] in _DOTS for part in parts))
+        ):
             raise InvalidTarget("dot-segment", "path", index, offset)
-    # An empty part before the last ("%2Fetc", "a%2F%2Fb"), or an empty name
-    # before ';' in a segment that is not the last ("/;/admin").
-    if p.empty_segment == "reject" and ("" in parts[:-1] or (not last and name == "")):
+    # An empty part before the last ("%2Fetc": an absolute path, "%5C%5Chost":
+    # a UNC path), or nothing before the first raw ';' of a segment that is
+    # not the last ("/;/admin" is "//admin" once the parameters are stripped).
+    if p.empty_segment == "reject" and ("" in parts[:-1] or (not last and raw_segment[:1] == b";")):
         raise InvalidTarget("empty-segment", "path", index, offset)
+    # A first part "c:" before a kept separator: "c:/windows" is absolute to
+    # a Windows path join, whatever base it is joined to.
+    if len(parts) > 1 and _DRIVE.fullmatch(parts[0]):
+        raise InvalidTarget("drive-letter", "path", index, offset)
     if p.double_encoding == "reject":
         for text in texts:
             if "%" in text and _ESCAPE_IN_TEXT.search(text):
@@ -289,7 +284,13 @@ def _decode(
     except UnicodeDecodeError as exc:
         at = offset + _raw_offset(piece, exc.start)
         raise InvalidTarget("invalid-utf8", component, index, at) from None
-    forbidden = p._query_forbidden if component == "query" else p._path_forbidden
+    forbidden = (
+        p._path_forbidden
+        if component == "path"
+        else p._query_forbidden
+        if component == "query"
+        else p._authority_forbidden
+    )
     found_char = forbidden.search(text)
     if found_char:
         at = offset + _raw_offset(piece, _utf8_length(text[: found_char.start()]))

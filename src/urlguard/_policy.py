@@ -101,13 +101,13 @@ class Policy:
     _query_raw_bad: re.Pattern[bytes] = dataclasses.field(init=False, repr=False, compare=False)
     _path_forbidden: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
     _query_forbidden: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
-    #: The characters that a kept %2F / %5C become inside a decoded segment.
+    _authority_forbidden: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
+    #: The characters that separate parts inside a decoded segment: what a
+    #: kept %2F / %5C becomes, and a raw '\\' the policy admits.
     _kept_separators: str = dataclasses.field(init=False, repr=False, compare=False)
-    #: The reference parser's shortcut: a translate() table that keeps the
-    #: bytes of a plain target and changes every other one, and the longest
-    #: target it may take (-1: never).
-    _plain_table: bytes = dataclasses.field(init=False, repr=False, compare=False)
-    _plain_max: int = dataclasses.field(init=False, repr=False, compare=False)
+    #: What the compiled parser derives from this policy, on first use (its C
+    #: tables); never copied or pickled.
+    _compiled: object = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     FIELDS: ClassVar[tuple[str, ...]]
 
@@ -145,31 +145,27 @@ class Policy:
         set_(self, "_query_raw_bad", _outside(query_raw))
 
         path_allowed = _allowed_intervals(ranges, self.allow_chars)
+        # The authority of an absolute-form target is text like a segment's.
+        set_(self, "_authority_forbidden", _forbidden_pattern(path_allowed))
+        if self.path_params == "reject":
+            # An escaped ';' in a segment too (as Spring's firewall does): a
+            # decoder downstream turns %3B into a parameter delimiter.
+            path_allowed = _subtract(path_allowed, [(g.SEMICOLON, g.SEMICOLON)])
         query_allowed = _allowed_intervals(ranges, self.allow_chars + self.query_allow_chars)
         set_(self, "_path_allowed", tuple(path_allowed))
         set_(self, "_query_allowed", tuple(query_allowed))
         set_(self, "_path_forbidden", _forbidden_pattern(path_allowed))
         set_(self, "_query_forbidden", _forbidden_pattern(query_allowed))
-        kept = ("/" if self.encoded_slash == "keep" else "") + (
-            "\\" if self.encoded_backslash == "keep" else ""
-        )
+        # A raw '\\' the policy admits separates as a kept %5C does (Windows
+        # and browsers read it as '/').
+        backslash = self.encoded_backslash == "keep" or g.BACKSLASH in path_raw
+        kept = ("/" if self.encoded_slash == "keep" else "") + ("\\" if backslash else "")
         set_(self, "_kept_separators", kept)
 
-        # A plain target: every byte allowed raw in both components ('?' ends
-        # the path), no escape and no ';'. Its decoded text is its bytes (and
-        # a space for '+'); when the policy forbids none of those characters
-        # and the target is no longer than the smallest limit (n bytes hold at
-        # most n segments or pairs), only the dot and empty segment rules
-        # are left to check.
-        plain = ((path_raw | {g.QUESTION}) & query_raw) - {g.PERCENT, g.SEMICOLON}
-        plain_text = g.to_str(plain | {ord(" ")})
-        clean = (
-            self._path_forbidden.search(plain_text) is None
-            and self._query_forbidden.search(plain_text) is None
-        )
-        set_(self, "_plain_table", _keeping(plain))
-        limit = min(self.max_length, self.max_segments, self.max_params)
-        set_(self, "_plain_max", limit if clean else -1)
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_compiled", None)  # C tables: derived again where they are needed
+        return state
 
     @classmethod
     def browser(cls, **changes: Any) -> Policy:
@@ -210,12 +206,6 @@ def _raw_extra(name: str, value: object) -> frozenset[int]:
 def _table(allowed: frozenset[int]) -> bytes:
     """256 bytes: 1 where the byte is in ``allowed``, else 0."""
     return bytes(int(b in allowed) for b in range(256))
-
-
-def _keeping(allowed: frozenset[int]) -> bytes:
-    """A translate() table that keeps ``allowed`` bytes and changes every
-    other one (to NUL; NUL itself to 0x01)."""
-    return bytes(b if b in allowed else int(b == 0) for b in range(256))
 
 
 def _outside(allowed: frozenset[int]) -> re.Pattern[bytes]:

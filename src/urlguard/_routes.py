@@ -82,7 +82,29 @@ class RouteTable:
         if not self.routes:
             return self.policy
         path = path_of(target)
-        key = percent_decode(path) if b"%" in path else path
+        return self._select_decoded(percent_decode(path) if b"%" in path else path)
+
+    def candidates(self, raw: bytes, mount: bytes) -> tuple[bytes, tuple[Policy, ...]]:
+        """``raw`` relative to the mount point (:func:`unmount`), and the
+        policies of every route the application may route it to: the one
+        :meth:`select` picks for it, and the one for the path a framework
+        routes on, the decoded path with the decoded mount point taken off
+        (Starlette's ``get_route_path``). The two differ where an escape
+        hides the mount point's boundary (``/m%2Fadmin/x`` below ``/m`` is
+        ``/m%2Fadmin/x`` to the first and ``/admin/x`` to the second); the
+        target must pass both."""
+        unmounted = unmount(raw, mount)
+        first = self.select(unmounted)
+        decoded = percent_decode(path_of(raw))
+        mount = mount.rstrip(b"/")
+        below = decoded[len(mount) : len(mount) + 1] in (b"", b"/")
+        if mount and decoded.startswith(mount) and below:
+            decoded = decoded[len(mount) :] or b"/"
+        second = self._select_decoded(decoded)
+        return unmounted, (first,) if second is first else (first, second)
+
+    def _select_decoded(self, key: bytes) -> Policy:
+        """The policy for the decoded path ``key``."""
         for route in self.routes:  # longest first
             if key.startswith(route.key) and (
                 route.directory or len(key) == len(route.key) or key[len(route.key)] == 0x2F

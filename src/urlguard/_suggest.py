@@ -73,7 +73,7 @@ StatusClass = Literal["served", "failed", "other"]
 #: Rules never loosened, whatever the log says (together with the
 #: always-forbidden characters and the raw bytes no setting accepts).
 PROTECTED_RULES: Final = frozenset(
-    ("malformed-escape", "invalid-utf8", "fragment", "bad-form", "dot-segment")
+    ("malformed-escape", "invalid-utf8", "fragment", "bad-form", "dot-segment", "drive-letter")
 )
 #: Always-forbidden characters that ``query_allow_chars`` may re-allow: the
 #: line breaks and tab of text typed into a ``<textarea>`` of a GET form
@@ -391,6 +391,7 @@ _REASONS: Final[dict[str, str]] = {
     "fragment": "a '#' in the request target",
     "bad-form": "neither origin-form nor http(s) absolute-form",
     "dot-segment": "a '.' or '..' segment (path traversal)",
+    "drive-letter": "a Windows drive before a kept separator (an absolute path)",
     "forbidden-char": "a control, bidi or other always-forbidden character",
     "raw-char": "a raw byte no setting accepts (space, control, non-ASCII)",
     "authority": "in the authority of an absolute-form target",

@@ -1,22 +1,22 @@
 """``Target``: a request target that passed every rule, with its decoded pieces.
 
-Both parsers (the pure-Python reference and the compiled module) build it
-through its constructor. The decoded pieces may be handed over ready, or left
-to be decoded from the raw bytes the first time they are read: a parser that
-has accepted the target has checked every escape and every character, so
-decoding is then a plain split and percent-decode that cannot fail.
+The reference parser builds a ``Target``; the compiled parser builds its own
+C type with the same attributes, registered as a virtual subclass (so
+``isinstance(t, Target)`` holds for both, and the two compare equal). What
+the two share is written once, here: the raw path and query of a raw
+target, equality, ``repr`` and the lookups by name.
 """
 
 from __future__ import annotations
 
-from urllib.parse import unquote_to_bytes
+from abc import ABCMeta
+from typing import Any, Protocol
 
 Pairs = tuple[tuple[str, str], ...]
 
-_PERCENT = ord("%")
 
-
-class Target:
+# An ABC only so that the compiled parser's C type can register as a subclass.
+class Target(metaclass=ABCMeta):  # noqa: B024
     """A request target that passed every rule, with its decoded pieces.
 
     Immutable: every public attribute is read-only. ``raw`` is the target
@@ -30,31 +30,26 @@ class Target:
         (('café', 'x'), (('q', 'a b'), ('q', 'c')), 'a b', ['a b', 'c'])
 
     Built by the parsers as ``Target(raw, segments, query, params=...,
-    authority=...)``. ``segments`` or ``query`` left as ``None`` are decoded
-    from ``raw`` when first read (split on ``/``, on ``&`` and the first
-    ``=``, ``+`` as space when ``plus_as_space``, then percent-decoded as
-    UTF-8); that is exact for a target a parser accepted, except under
-    ``path_params="split"``, where the parser hands the pieces over.
+    authority=...)``; a target from the compiled parser is an instance of a
+    C type registered as a subclass, with the same attributes.
     """
 
-    __slots__ = ("_authority", "_params", "_plus", "_query", "_raw", "_segments")
+    __slots__ = ("_authority", "_params", "_query", "_raw", "_segments")
 
     def __init__(
         self,
         raw: bytes,
-        segments: tuple[str, ...] | None = None,
-        query: Pairs | None = None,
+        segments: tuple[str, ...],
+        query: Pairs,
         *,
         params: tuple[Pairs, ...] | None = None,
         authority: str | None = None,
-        plus_as_space: bool = True,
     ) -> None:
         self._raw = raw
         self._segments = segments
         self._query = query
         self._params = params
         self._authority = authority
-        self._plus = plus_as_space
 
     @property
     def raw(self) -> bytes:
@@ -64,16 +59,12 @@ class Target:
     @property
     def raw_path(self) -> bytes:
         """The path as received (``b"/"`` for an absolute-form target without one)."""
-        start = _path_start(self._raw)
-        question = self._raw.find(b"?", start)
-        end = question if question >= 0 else len(self._raw)
-        return self._raw[start:end] or b"/"
+        return raw_path_of(self._raw)
 
     @property
     def raw_query(self) -> bytes | None:
         """The query as received, without the ``?``; ``None`` when there was no ``?``."""
-        question = self._raw.find(b"?", _path_start(self._raw))
-        return None if question < 0 else self._raw[question + 1 :]
+        return raw_query_of(self._raw)
 
     @property
     def authority(self) -> str | None:
@@ -87,12 +78,6 @@ class Target:
     def segments(self) -> tuple[str, ...]:
         """The decoded path segments: ``/`` is ``("",)``, ``/a/b/`` is ``("a", "b", "")``.
         Under ``path_params="split"`` each is the part before its first ``;``."""
-        if self._segments is None:
-            pieces = self.raw_path[1:]
-            if _PERCENT in pieces:
-                self._segments = tuple(map(_decode, pieces.split(b"/")))
-            else:
-                self._segments = tuple(pieces.decode().split("/"))
         return self._segments
 
     @property
@@ -100,58 +85,101 @@ class Target:
         """Matrix parameters per segment under ``path_params="split"``, aligned
         with ``segments``; all empty under the other modes."""
         if self._params is None:
-            return ((),) * len(self.segments)
+            return ((),) * len(self._segments)
         return self._params
 
     @property
     def query(self) -> Pairs:
         """The decoded query pairs, in order; a piece without ``=`` has value ``""``."""
-        if self._query is None:
-            raw_query = self.raw_query or b""
-            if self._plus:
-                raw_query = raw_query.replace(b"+", b" ")  # before decoding: %2B stays '+'
-            escaped = _PERCENT in raw_query
-            pairs = []
-            for piece in raw_query.split(b"&"):
-                if piece:
-                    # Split at the first raw '=' before decoding: %3D is data.
-                    name, _, value = piece.partition(b"=")
-                    if escaped:
-                        pairs.append((_decode(name), _decode(value)))
-                    else:
-                        pairs.append((name.decode(), value.decode()))
-            self._query = tuple(pairs)
         return self._query
 
     def get(self, name: str, default: str | None = None) -> str | None:
         """The first value of query parameter ``name``, or ``default``."""
-        for key, value in self.query:
-            if key == name:
-                return value
-        return default
+        return first_value(self.query, name, default)
 
     def get_all(self, name: str) -> list[str]:
         """Every value of query parameter ``name``, in order."""
         return [value for key, value in self.query if key == name]
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Target):
-            return NotImplemented
-        return (
-            self.raw == other.raw
-            and self.authority == other.authority
-            and self.segments == other.segments
-            and self.params == other.params
-            and self.query == other.query
-        )
+        same: bool = equal(self, other)  # or NotImplemented
+        return same
 
     def __hash__(self) -> int:
-        # Equal targets have equal raw bytes; reading raw decodes nothing.
+        # Equal targets have equal raw bytes.
         return hash(self._raw)
 
     def __repr__(self) -> str:
-        params = f", params={self.params!r}" if any(self.params) else ""
-        return f"Target(raw={self.raw!r}, segments={self.segments!r}, query={self.query!r}{params})"
+        return describe(self)
+
+
+class _AnyTarget(Protocol):
+    @property
+    def raw(self) -> bytes: ...
+    @property
+    def authority(self) -> str | None: ...
+    @property
+    def segments(self) -> tuple[str, ...]: ...
+    @property
+    def params(self) -> tuple[Pairs, ...]: ...
+    @property
+    def query(self) -> Pairs: ...
+
+
+def equal(target: _AnyTarget, other: object) -> Any:
+    """``target == other``: both targets (of either parser) with the same
+    raw bytes and the same pieces; ``NotImplemented`` for anything else."""
+    if not isinstance(other, Target):
+        return NotImplemented
+    return (
+        target.raw == other.raw
+        and target.authority == other.authority
+        and target.segments == other.segments
+        and target.params == other.params
+        and target.query == other.query
+    )
+
+
+def describe(target: _AnyTarget) -> str:
+    """``repr(target)``."""
+    params = f", params={target.params!r}" if any(target.params) else ""
+    return (
+        f"Target(raw={target.raw!r}, segments={target.segments!r}, query={target.query!r}{params})"
+    )
+
+
+def rebuild(
+    raw: bytes,
+    segments: tuple[str, ...],
+    query: Pairs,
+    params: tuple[Pairs, ...] | None,
+    authority: str | None,
+) -> Target:
+    """A ``Target`` from its fields: how a copy or a pickle of either
+    parser's target is made (a plain ``Target``, wherever it is loaded)."""
+    return Target(raw, segments, query, params=params, authority=authority)
+
+
+def first_value(query: Pairs, name: str, default: str | None) -> str | None:
+    """The first value of ``name`` among ``query``'s pairs, or ``default``."""
+    for key, value in query:
+        if key == name:
+            return value
+    return default
+
+
+def raw_path_of(raw: bytes) -> bytes:
+    """The raw path of an accepted target (``b"/"`` for an absolute-form one without)."""
+    start = _path_start(raw)
+    question = raw.find(b"?", start)
+    end = question if question >= 0 else len(raw)
+    return raw[start:end] or b"/"
+
+
+def raw_query_of(raw: bytes) -> bytes | None:
+    """The raw query of an accepted target, without the ``?``; ``None``: no ``?``."""
+    question = raw.find(b"?", _path_start(raw))
+    return None if question < 0 else raw[question + 1 :]
 
 
 def _path_start(raw: bytes) -> int:
@@ -162,8 +190,3 @@ def _path_start(raw: bytes) -> int:
     start = raw.find(b"//") + 2
     ends = [end for end in (raw.find(b"/", start), raw.find(b"?", start)) if end >= 0]
     return min(ends, default=len(raw))
-
-
-def _decode(piece: bytes) -> str:
-    """An accepted piece, percent-decoded as UTF-8 (checked already: strict)."""
-    return unquote_to_bytes(piece).decode() if _PERCENT in piece else piece.decode()
