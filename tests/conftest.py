@@ -1,93 +1,96 @@
 """Both parsers, one suite.
 
 urlguard has two implementations of one parser (see ``urlguard._parser``):
-the pure-Python reference and the compiled module. As in yarl's and
-propcache's suites, the tests of the parser and of everything that calls it
-(the guard, both middlewares, the framework integrations) run once on each:
-the ``implementation`` fixture is parametrized over both for the modules in
-``ON_BOTH``, and for each test the names that urlguard's modules (and the
-test module) bound to a parser function at import are pointed at the chosen
-implementation's, then restored. Elsewhere the fixture only reports which
-implementation this process uses.
+the pure-Python reference, ``urlguard._parser_py``, and the compiled module,
+``urlguard._parser_c``. Each exports ``parse_target`` and
+``parse_split_target``. As in yarl's and propcache's suites, a test of the
+parser or of anything that calls it (the guard, both middlewares, the
+framework integrations) asks for the ``parser`` fixture, which is
+parametrized over the implementation modules, and calls it explicitly:
+``parser.parse_target(...)``, ``Guard(..., parser=parser)``,
+``StrictURLMiddleware(app, parser=parser)``. Nothing is swapped: the test
+gets the module, and the guard uses the module it is given.
 
-``parser`` gives a test the chosen module itself (its ``parse_target`` and
-``parse_split_target``).
+``implementation`` gives the name of the module a test runs on,
+``"python"`` or ``"compiled"``.
 
-Without the compiled module (an install without a C compiler, or another
-interpreter) only the reference runs, unless ``URLGUARD_EXPECT_IMPLEMENTATION``
-says the compiled one must be there: CI and tox set it, so that a build that
-silently fell back to pure Python fails the suite instead of testing one
-parser twice. (test_parser_c and test_leak, about the compiled module
-alone, are skipped without it.)
+Without the compiled module (an install without a C compiler, another
+interpreter, or ``URLGUARD_NO_EXTENSIONS`` set) only the reference runs,
+unless ``URLGUARD_EXPECT_IMPLEMENTATION=compiled`` says the compiled one must
+be there: CI and tox set it, so that a build that silently fell back to pure
+Python fails the suite instead of testing one parser twice. (test_parser_c
+and test_leak, about the compiled module alone, take it through
+:func:`implementation_module`, and are skipped without it.)
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-import sys
-from collections.abc import Iterator
+from abc import ABCMeta, abstractmethod
 from types import ModuleType
-from typing import Any
+from typing import cast
 
 import pytest
 
 import urlguard
 import urlguard._parser
-
-# Test modules whose every test runs on both implementations.
-ON_BOTH = frozenset(
-    {
-        "test_target",
-        "test_target_properties",
-        "test_split_target",
-        "test_differential",
-        "test_fuzz_regressions",
-        "test_security_model",
-        "test_guard",
-        "test_asgi",
-        "test_wsgi",
-        "test_integrations",
-        "test_routes",
-    }
-)
+from urlguard import Policy, Target
 
 REFERENCE_MODULE = "urlguard._parser_py"
 COMPILED_MODULE = "urlguard._parser_c"
-# The names that hold a parser function, in urlguard and in test modules
-# (decider_for: what the guard asks at construction for its decider).
-FUNCTIONS = ("parse_target", "parse_split_target", "decider_for")
-
-# What this process chose at import (before any test swapped anything).
-SELECTED = {name: getattr(urlguard._parser, name) for name in FUNCTIONS}
-PUBLIC = {
-    "parse_target": urlguard.parse_target,
-    "parse_split_target": SELECTED["parse_split_target"],
-}
-# Modules outside the package that may hold the public parser function.
-OUTSIDE = ("test_", "conftest", "bench.", "tour", "starlette_app", "flask_app", "fastapi_app")
+#: The name of each implementation, and its module.
+MODULES = {"python": REFERENCE_MODULE, "compiled": COMPILED_MODULE}
 
 
-def _reference() -> ModuleType:
-    return importlib.import_module(REFERENCE_MODULE)
+class Parser(ModuleType, metaclass=ABCMeta):
+    """What a parser module holds, for the type checker: ``urlguard._parser_py``
+    and ``urlguard._parser_c`` both export these two functions. Nothing is an
+    instance of it: the fixture hands over the module itself, typed as this."""
+
+    @abstractmethod
+    def parse_target(
+        self, raw: bytes | bytearray | memoryview | str, policy: Policy | None = None
+    ) -> Target: ...
+
+    @abstractmethod
+    def parse_split_target(
+        self,
+        raw_path: bytes | bytearray | memoryview,
+        query: bytes | bytearray | memoryview,
+        policy: Policy,
+    ) -> Target: ...
 
 
-def implementation_module(name: str) -> ModuleType:
+#: The parser urlguard chose at import (``urlguard.parse_target`` is its
+#: function): what the fuzz targets, which reuse test oracles, check.
+CHOSEN = cast(Parser, urlguard._parser.PARSER)
+
+
+def _compiled_expected() -> bool:
+    return os.environ.get("URLGUARD_EXPECT_IMPLEMENTATION") == "compiled"
+
+
+def implementation_module(name: str) -> Parser:
     """``"python"`` or ``"compiled"`` as a module; the compiled one skips the
     test when it was not built (and fails it when CI expects it)."""
-    if name == "python":
-        return _reference()
     try:
-        return importlib.import_module(COMPILED_MODULE)
+        return cast(Parser, importlib.import_module(MODULES[name]))
     except ImportError as error:
-        if os.environ.get("URLGUARD_EXPECT_IMPLEMENTATION") == "compiled":
+        if _compiled_expected():
             raise AssertionError(f"the compiled parser was expected: {error}") from error
         pytest.skip(f"the compiled parser is not built here ({error})")
 
 
+def implementation_name(parser: ModuleType) -> str:
+    """``"python"`` or ``"compiled"``: the name of a parser module."""
+    (name,) = [name for name, module in MODULES.items() if module == parser.__name__]
+    return name
+
+
 def target_fields(target: urlguard.Target) -> tuple[object, ...]:
-    """Everything a ``Target`` shows (its pieces made, if they were not yet):
-    what two parsers, or a target and its copy, must agree on."""
+    """Everything a ``Target`` shows: what two parsers, or a target and its
+    copy, must agree on."""
     return (
         repr(target),
         target.raw,
@@ -100,85 +103,30 @@ def target_fields(target: urlguard.Target) -> tuple[object, ...]:
     )
 
 
-def _implementation_modules() -> tuple[ModuleType, ...]:
-    modules = [_reference()]
-    compiled = sys.modules.get(COMPILED_MODULE)
-    if compiled is not None:
-        modules.append(compiled)
-    return tuple(modules)
-
-
-def _swaps(chosen: ModuleType) -> list[tuple[dict[str, Any], str, object]]:
-    """(namespace, name, value now) for every binding to point at ``chosen``."""
-    implementations = _implementation_modules()
-    own = {id(m.__dict__) for m in implementations}
-    any_parser = {id(getattr(m, name, None)): name for m in implementations for name in FUNCTIONS}
-    public = {id(function): name for name, function in PUBLIC.items()}
-    swaps: list[tuple[dict[str, Any], str, object]] = []
-    for module_name, module in list(sys.modules.items()):
-        namespace = getattr(module, "__dict__", None)
-        if namespace is None or id(namespace) in own:
-            continue
-        # In urlguard, any parser function is the parser; elsewhere (tests,
-        # example apps) only what the public name was: a test that imports
-        # the reference itself, to compare with it, keeps it.
-        in_package = module_name == "urlguard" or module_name.startswith("urlguard.")
-        if not in_package and not module_name.startswith(OUTSIDE):
-            continue
-        wanted = any_parser if in_package else public
-        for name, value in list(namespace.items()):
-            function = wanted.get(id(value))
-            if function is not None and getattr(chosen, function) is not value:
-                swaps.append((namespace, name, value))
-    return swaps
-
-
-@pytest.fixture(autouse=True)
-def implementation(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The parser implementation this test runs on, ``"python"`` or ``"compiled"``."""
-    name: str | None = getattr(request, "param", None)
-    if name is None:
-        yield urlguard._parser.IMPLEMENTATION
-        return
-    chosen = implementation_module(name)
-    swaps = _swaps(chosen)
-    for namespace, key, value in swaps:
-        namespace[key] = getattr(chosen, _function_name(value))
-    try:
-        yield name
-    finally:
-        for namespace, key, value in swaps:
-            namespace[key] = value
-
-
-def _function_name(value: object) -> str:
-    for name in FUNCTIONS:
-        if getattr(value, "__name__", None) == name:
-            return name
-    raise AssertionError(f"not a parser function: {value!r}")
-
-
-@pytest.fixture
-def parser(implementation: str) -> ModuleType:
-    """The module of the implementation this test runs on."""
-    return implementation_module(implementation)
-
-
-def _compiled_available() -> bool:
-    """Whether the compiled half runs: the module is built, or it must be
-    (then its absence fails each test instead of leaving them out)."""
-    if os.environ.get("URLGUARD_EXPECT_IMPLEMENTATION") == "compiled":
-        return True
+def _implementations() -> list[str]:
+    """The implementations the suite runs on: the reference, and the compiled
+    module when it is built and wanted here, or when it must be (then its
+    absence fails each test instead of leaving them out)."""
+    if _compiled_expected():
+        return ["python", "compiled"]
+    if urlguard._parser._no_extensions():
+        return ["python"]
     try:
         importlib.import_module(COMPILED_MODULE)
     except ImportError:
-        return False
-    return True
+        return ["python"]
+    return ["python", "compiled"]
 
 
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    module = metafunc.module.__name__.rpartition(".")[2]
-    if module in ON_BOTH and "implementation" in metafunc.fixturenames:
-        # Without the compiled module (the pure wheel), only the reference.
-        names = ["python", "compiled"] if _compiled_available() else ["python"]
-        metafunc.parametrize("implementation", names, indirect=True)
+@pytest.fixture(scope="session", params=_implementations())
+def parser(request: pytest.FixtureRequest) -> Parser:
+    """The parser module this test runs on: ``urlguard._parser_py``, then
+    ``urlguard._parser_c``."""
+    name: str = request.param
+    return implementation_module(name)
+
+
+@pytest.fixture(scope="session")
+def implementation(parser: Parser) -> str:
+    """The name of the parser this test runs on, ``"python"`` or ``"compiled"``."""
+    return implementation_name(parser)

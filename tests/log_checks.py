@@ -26,5 +26,6 @@ def assert_error_logged(
         assert not record.exc_info
     else:
         assert record.exc_info is not None
-        assert record.exc_info[0] is exception
-        assert str(record.exc_info[1]) == exception_text
+        kind, value, _ = record.exc_info
+        assert kind is exception
+        assert str(value) == exception_text

@@ -23,13 +23,16 @@ choices (docs/rules.md and the docstrings of ``urlguard.Policy``):
   too-many (path, then query), then per segment in order [empty-segment for
   an empty non-last segment; malformed-escape, encoded-slash,
   encoded-backslash, invalid-utf8, forbidden-char per piece; dot-segment,
-  empty-segment, double-encoding], then per non-empty query pair [name, then
-  value: malformed-escape, invalid-utf8, forbidden-char].
-* Kept separators: under keep, the parts that a kept '/' (or '\\') makes
-  inside a segment's decoded text obey dot-segment (no '.' or '..' part) and
-  empty-segment (no empty part but the last).
-* path_params="split": a segment whose name (before ';') is empty is an
-  empty segment unless it is the last.
+  empty-segment, drive-letter, double-encoding], then per non-empty query
+  pair [name, then value: malformed-escape, invalid-utf8, forbidden-char].
+* Kept separators: under keep, the parts that a kept '/' (or '\\', or a raw
+  '\\' the policy admits) makes inside a segment's decoded text obey
+  dot-segment (no '.' or '..' part, nor one before a ';': '..;x'),
+  empty-segment (no empty part but the last), and drive-letter (no first
+  part of one ASCII letter and ':').
+* In every path_params mode, a segment that starts with a raw ';' is an
+  empty segment unless it is the last (servlets strip ';' parameters).
+* path_params="reject": an escaped ';' (%3B) in the path is forbidden-char.
 * A segment whose part before its first raw ';' decodes to '.' or '..' is a
   dot-segment too (Tomcat's '..;/' traversal), in every path_params mode.
 * path_params="reject": a raw ';' in the path is a raw-char.
@@ -85,6 +88,7 @@ DEFAULT_FORBIDDEN = (
 )
 
 TARGET, PATH, QUERY = "target", "path", "query"
+ASCII_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 @dataclass(frozen=True)
@@ -233,7 +237,8 @@ def utf8_decode(data: bytes) -> str | None:
             return None
         if i + length > n:
             return None
-        if not second[0] <= data[i + 1] <= second[1]:
+        low, high = second  # the range of the second byte
+        if not low <= data[i + 1] <= high:
             return None
         for k in range(2, length):
             if not 0x80 <= data[i + k] <= 0xBF:
@@ -299,6 +304,8 @@ def check_piece(
         return None
     if not all(char_allowed(c, policy, component) for c in text):
         out.append(Violation("forbidden-char", component, index))
+    elif component == PATH and policy.path_params == "reject" and ";" in text and b";" not in raw:
+        out.append(Violation("forbidden-char", component, index))  # %3B, as Spring refuses it
     return text
 
 
@@ -331,20 +338,26 @@ def check_segment(
     else:
         texts = [check_piece(raw, PATH, index, policy, out)]
         name = texts[0] or ""
-    # The parts that kept separators make inside the name's decoded text.
+    # The parts that kept separators make inside the name's decoded text; a
+    # raw '\\' the policy admits separates too, kept %5C or not.
     parts = [name] if texts[0] is not None else []
     if policy.keep_encoded_slash:
         parts = [piece for part in parts for piece in part.split("/")]
-    if policy.keep_encoded_backslash:
+    if policy.keep_encoded_backslash or "\\" in policy.path_extra:
         parts = [piece for part in parts for piece in part.split("\\")]
+    separated = len(parts) > 1
     if not policy.allow_dot_segments:
         before_semicolon = raw.split(b";")[0]
-        if is_dot(raw) or is_dot(before_semicolon) or any(p in (".", "..") for p in parts):
+        dotted = [p.split(";")[0] if separated else p for p in parts]
+        if is_dot(raw) or is_dot(before_semicolon) or any(p in (".", "..") for p in dotted):
             out.append(Violation("dot-segment", PATH, index))
-    if not policy.allow_empty_segments:
-        empty_name = policy.path_params == "split" and texts[0] == "" and not last
-        if empty_name or "" in parts[:-1]:
-            out.append(Violation("empty-segment", PATH, index))
+    # Nothing before the first raw ';' ("/;/admin") is empty too, in every mode.
+    empty = (raw.startswith(b";") and not last) or "" in parts[:-1]
+    if empty and not policy.allow_empty_segments:
+        out.append(Violation("empty-segment", PATH, index))
+    first = parts[0] if parts else ""
+    if separated and len(first) == 2 and first[0] in ASCII_LETTERS and first[1] == ":":
+        out.append(Violation("drive-letter", PATH, index))
     escaped = any(text is not None and has_escape_text(text) for text in texts)
     if escaped and not policy.allow_double_encoding:
         out.append(Violation("double-encoding", PATH, index))

@@ -21,6 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -37,10 +38,18 @@ PROGRAMS = [
 JSON_FIELDS = ["target", "ok", "rule", "segments", "query"]
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+class Ran(NamedTuple):
+    """What ``urlguard`` returned and printed."""
+
+    code: int
+    out: str
+    err: str
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> Ran:
     code = main(list(argv))
     captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    return Ran(code, captured.out, captured.err)
 
 
 def program(
@@ -133,7 +142,7 @@ EXIT_CODES = [
 
 @pytest.mark.parametrize(("argv", "code"), EXIT_CODES)
 def test_check_exit_codes(capsys: pytest.CaptureFixture[str], argv: list[str], code: int) -> None:
-    assert run(capsys, *argv)[0] == code
+    assert run(capsys, *argv).code == code
 
 
 def test_check_text_shows_decoded_pieces(capsys: pytest.CaptureFixture[str]) -> None:
@@ -302,8 +311,8 @@ def test_bad_config_is_a_usage_error(
 ) -> None:
     config = tmp_path / "bad.toml"
     config.write_text(toml)
-    for command in (["check", "/a"], ["audit", "-"]):
-        code, out, err = run(capsys, command[0], "--config", str(config), command[1])
+    for command, operand in (("check", "/a"), ("audit", "-")):
+        code, out, err = run(capsys, command, "--config", str(config), operand)
         assert (code, out) == (2, "")
         assert_one_line_error(err)
         assert named in err
@@ -643,11 +652,11 @@ def test_audit_exit_codes(
 ) -> None:
     path = tmp_path / "targets.txt"
     path.write_bytes(log(targets))
-    assert run(capsys, "audit", *options, str(path))[0] == code
+    assert run(capsys, "audit", *options, str(path)).code == code
 
 
 def test_audit_without_files_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(capsys, "audit")[0] == 2
+    assert run(capsys, "audit").code == 2
 
 
 def test_audit_adds_up_several_files(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

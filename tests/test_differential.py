@@ -11,6 +11,8 @@ hostile and benign tokens; for each, under several policies:
   the documented order (see the reference's docstring for that order), and
   so is the rule;
 * an accepted target has the same segments, matrix parameters and query.
+
+Each implementation (the ``parser`` fixture) is held to the reference.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import reference_parser as ref
+from conftest import CHOSEN, Parser
 from test_fuzz_regressions import seed_targets
-from urlguard import RULES, InvalidTarget, Policy, parse_target
+from urlguard import RULES, InvalidTarget, Policy
 
 P = pytest.param
 LATIN1 = ((0x20, 0x7E), (0xA0, 0xFF))
@@ -102,11 +105,15 @@ def stage(violation: ref.Violation) -> tuple[int, int]:
     return (7 if violation.component == "path" else 8), violation.index
 
 
-def assert_agree(raw: bytes, policy: Policy, ref_policy: ref.RefPolicy) -> None:
+def assert_agree(
+    raw: bytes, policy: Policy, ref_policy: ref.RefPolicy, parser: Parser = CHOSEN
+) -> None:
+    """``parser`` (the fuzz target passes none: the one chosen at import) and
+    the reference agree on ``raw``."""
     expected = ref.check(raw, ref_policy)
     seen = expected.violations
     try:
-        target = parse_target(raw, policy)
+        target = parser.parse_target(raw, policy)
     except InvalidTarget as error:
         got = (error.rule, error.component, error.index)
         assert seen, f"urlguard rejects {raw!r} with {got}, the reference accepts"
@@ -225,7 +232,7 @@ targets = st.one_of(structured, structured, structured, soup, st.binary(max_size
 @settings(
     max_examples=500,
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    suppress_health_check=[HealthCheck.too_slow],
 )
 @given(raw=targets)
 @example(raw=b"/caf%C3%A9/x?q=a+b")
@@ -237,16 +244,18 @@ targets = st.one_of(structured, structured, structured, soup, st.binary(max_size
 @example(raw=b"/pubmed?term=%C4rzteblatt")
 @example(raw=b"/x?a=1&&b=2&")
 def test_urlguard_agrees_with_the_reference(
-    raw: bytes, policy: Policy, ref_policy: ref.RefPolicy
+    parser: Parser, raw: bytes, policy: Policy, ref_policy: ref.RefPolicy
 ) -> None:
-    assert_agree(raw, policy, ref_policy)
+    assert_agree(raw, policy, ref_policy, parser)
 
 
 @pytest.mark.parametrize(("policy", "ref_policy"), POLICIES)
-def test_truth_table_targets_agree(policy: Policy, ref_policy: ref.RefPolicy) -> None:
+def test_truth_table_targets_agree(
+    parser: Parser, policy: Policy, ref_policy: ref.RefPolicy
+) -> None:
     """Every target of the truth tables in tests/test_target.py, under every policy."""
     for raw in seed_targets():
-        assert_agree(raw, policy, ref_policy)
+        assert_agree(raw, policy, ref_policy, parser)
 
 
 # --- every rule, once, through both -----------------------------------------------------------
@@ -269,16 +278,38 @@ EVERY_RULE = [
 
 
 @pytest.mark.parametrize(("raw", "rule"), EVERY_RULE)
-def test_every_rule_alone(raw: bytes, rule: str) -> None:
+def test_every_rule_alone(parser: Parser, raw: bytes, rule: str) -> None:
     # The reference sees '#' as a raw-char too; every other rule is alone.
     alone = {rule, "raw-char"} if rule == "fragment" else {rule}
     assert ref.check(raw).violations[0].rule == rule
     assert ref.check(raw).rules == alone
-    assert_agree(raw, Policy(), ref.RefPolicy())
+    assert_agree(raw, Policy(), ref.RefPolicy(), parser)
+
+
+# Rules that need a switch on: (raw, rule, policy, the same switches for the reference).
+EVERY_RULE_SWITCHED = [
+    P(
+        b"/c:%2Fwindows",
+        "drive-letter",
+        Policy(encoded_slash="keep"),
+        ref.RefPolicy(keep_encoded_slash=True),
+        id="drive-letter",
+    ),
+]
+
+
+@pytest.mark.parametrize(("raw", "rule", "policy", "ref_policy"), EVERY_RULE_SWITCHED)
+def test_every_switched_rule_alone(
+    parser: Parser, raw: bytes, rule: str, policy: Policy, ref_policy: ref.RefPolicy
+) -> None:
+    assert ref.check(raw, ref_policy).rules == {rule}
+    assert_agree(raw, policy, ref_policy, parser)
 
 
 def test_every_rule_is_in_the_table() -> None:
-    assert {param.values[1] for param in EVERY_RULE} == set(RULES)
+    rules = {rule for _, rule in (param.values for param in EVERY_RULE)}
+    rules |= {rule for _, rule, _, _ in (param.values for param in EVERY_RULE_SWITCHED)}
+    assert rules == set(RULES)
 
 
 # --- the reference itself, against the text of the rules and the articles --------------------
@@ -368,10 +399,10 @@ def test_reference_utf8_is_strict_utf8(data: bytes) -> None:
 
 
 @pytest.mark.parametrize(("policy", "ref_policy"), POLICIES)
-def test_every_edge_code_point(policy: Policy, ref_policy: ref.RefPolicy) -> None:
+def test_every_edge_code_point(parser: Parser, policy: Policy, ref_policy: ref.RefPolicy) -> None:
     """Each code point at an edge of a forbidden, Latin-1 or UTF-8 range, escaped,
     alone and between letters, in a segment, a query name and a query value."""
     for code_point in EDGES:
         for piece in (escaped(code_point), b"a" + escaped(code_point) + b"b"):
             for raw in (b"/" + piece, b"/x?" + piece + b"=v", b"/x?n=" + piece):
-                assert_agree(raw, policy, ref_policy)
+                assert_agree(raw, policy, ref_policy, parser)

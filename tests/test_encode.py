@@ -533,10 +533,16 @@ text = st.text(text_char, max_size=12)
 segment = st.text(text_char.filter(lambda c: c not in "/\\"), min_size=1, max_size=12).filter(
     lambda s: s not in (".", "..") and ESCAPE.search(s) is None
 )
+
+
 # Default policy: no empty segment except the last one.
-segments = st.tuples(st.lists(segment, max_size=8), st.booleans()).map(
-    lambda t: [*t[0], ""] if t[1] or not t[0] else t[0]
-)
+def _ending(names: list[str], trailing_slash: bool) -> list[str]:
+    """The segments of a path: ``names``, and an empty last one for a trailing
+    slash (or alone, for ``/``)."""
+    return [*names, ""] if trailing_slash or not names else names
+
+
+segments = st.builds(_ending, st.lists(segment, max_size=8), st.booleans())
 pairs = st.lists(st.tuples(text, text), max_size=8)
 spaces = st.sampled_from(["+", "%20"])
 

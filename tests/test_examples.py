@@ -255,30 +255,32 @@ def readme_blocks(language: str) -> list[tuple[str, str]]:
     """(the heading above it, its code) for each fenced ``language`` block of the README."""
     heading = ""
     blocks: list[tuple[str, str, str]] = []
-    fence: tuple[str, list[str]] | None = None
+    kind: str | None = None  # the language of the fence we are in, if any
+    lines: list[str] = []
     for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines():
-        if fence is not None:
+        if kind is not None:
             if line.startswith("```"):
-                blocks.append((fence[0], heading, "\n".join(fence[1])))
-                fence = None
+                blocks.append((kind, heading, "\n".join(lines)))
+                kind = None
             else:
-                fence[1].append(line)
+                lines.append(line)
         elif line.startswith("```"):
-            fence = (line[3:].strip(), [])
+            kind, lines = line[3:].strip(), []
         elif line.startswith("#"):
             heading = line.lstrip("#").strip()
-    return [(where, code) for kind, where, code in blocks if kind == language]
+    return [(where, code) for fenced, where, code in blocks if fenced == language]
 
 
 def quick_start(framework: str) -> str:
     codes = [code for heading, code in readme_blocks("python") if heading == framework]
     assert len(codes) == 1, f"one python block under '### {framework}' in README.md"
-    return codes[0]
+    (code,) = codes
+    return code
 
 
 def test_readme_first_commands() -> None:
-    shell = [code for _, code in readme_blocks("sh")]
-    first, second = shell[0].splitlines()[:2]
+    first_block, *_ = [code for _, code in readme_blocks("sh")]
+    first, second = first_block.splitlines()[:2]
     assert first == (
         "python3 -m venv .venv && .venv/bin/pip install --quiet -e '.[examples]' "
         "&& .venv/bin/python example_apps/tour.py"
@@ -509,8 +511,9 @@ def test_tour_prints_its_table(tour_output: str) -> None:
 def test_tour_rows(tour_output: str, label: str, a: str, b: str) -> None:
     rows = [line for line in tour_output.splitlines() if line.startswith(label + " ")]
     assert len(rows) == 1, label
-    cells = [cell for cell in re.split(r"\s{2,}", rows[0]) if cell]
-    assert cells[1:] == [a, b]
+    (row,) = rows
+    _, *cells = [cell for cell in re.split(r"\s{2,}", row) if cell]
+    assert cells == [a, b]
 
 
 @pytest.mark.servers
@@ -518,6 +521,6 @@ def test_tour_fragment_row(tour_output: str) -> None:
     # gunicorn hands urlguard the '#'; uvicorn's httptools parser drops it first
     # (then the row is marked '*'), its h11 parser does not.
     (row,) = [line for line in tour_output.splitlines() if line.startswith("fragment ")]
-    cells = [cell for cell in re.split(r"\s{2,}", row) if cell]
-    assert cells[2] == "400 fragment"
-    assert cells[1] in ("400 fragment", "200 ['echo', 'page'] *")
+    _, uvicorn, gunicorn = [cell for cell in re.split(r"\s{2,}", row) if cell]
+    assert gunicorn == "400 fragment"
+    assert uvicorn in ("400 fragment", "200 ['echo', 'page'] *")

@@ -24,8 +24,7 @@ def _implementation_in_child(value: str | None) -> str:
     code = (
         "import urlguard, urlguard._parser as p;"
         "assert urlguard.IMPLEMENTATION == p.IMPLEMENTATION;"
-        "mod = p.parse_target.__module__;"
-        "print(urlguard.IMPLEMENTATION, mod)"
+        "print(urlguard.IMPLEMENTATION, p.PARSER.__name__, p.parse_target.__module__)"
     )
     result = subprocess.run(
         [sys.executable, "-c", code],
@@ -35,9 +34,10 @@ def _implementation_in_child(value: str | None) -> str:
         timeout=60,
         check=True,
     )
-    implementation, module = result.stdout.split()
-    # The functions exported are those of the module the name says.
-    assert module == ("urlguard._parser_c" if implementation == "compiled" else module)
+    implementation, chosen, module = result.stdout.split()
+    # The module chosen, and the functions exported, are those the name says.
+    expected = "urlguard._parser_c" if implementation == "compiled" else "urlguard._parser_py"
+    assert (chosen, module) == (expected, expected)
     return implementation
 
 
@@ -84,5 +84,14 @@ def test_public_parse_target_is_the_chosen_one() -> None:
     expected = (
         "urlguard._parser_c" if urlguard.IMPLEMENTATION == "compiled" else "urlguard._parser_py"
     )
+    assert chosen.PARSER.__name__ == expected
+    assert chosen.parse_target is chosen.PARSER.parse_target
+    assert chosen.parse_split_target is chosen.PARSER.parse_split_target
     assert chosen.parse_target.__module__ == expected
     assert chosen.parse_split_target.__module__ == expected
+    assert sorted(chosen.__all__) == [
+        "IMPLEMENTATION",
+        "PARSER",
+        "parse_split_target",
+        "parse_target",
+    ]

@@ -29,6 +29,7 @@ import urlguard.integrations.django as django_helpers
 import urlguard.integrations.fastapi as fastapi_helpers
 import urlguard.integrations.flask as flask_helpers
 import urlguard.integrations.starlette as starlette_helpers
+from conftest import Parser
 from urlguard import InvalidTarget, Target
 from urlguard.asgi import StrictURLMiddleware as ASGIGuard
 from urlguard.integrations import TargetUnavailable, target_from, violation_from
@@ -49,10 +50,8 @@ def describe(target: Target) -> dict[str, Any]:
 # --- the shared helpers ----------------------------------------------------------------------
 
 
-def test_target_from_and_violation_from() -> None:
-    from urlguard import parse_target
-
-    target = parse_target(b"/a")
+def test_target_from_and_violation_from(parser: Parser) -> None:
+    target = parser.parse_target(b"/a")
     exc = InvalidTarget("invalid-utf8", "path", 0, 1)
     assert target_from({"urlguard.target": target}) is target
     assert violation_from({"urlguard.violation": exc}) is exc
@@ -90,7 +89,11 @@ async def st_ws(websocket: Any) -> None:
 
 
 def starlette_app(
-    *, guarded: bool = True, events: list[str] | None = None, **options: Any
+    parser: Parser | None = None,
+    *,
+    guarded: bool = True,
+    events: list[str] | None = None,
+    **options: Any,
 ) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -106,7 +109,7 @@ def starlette_app(
             Route("/report/{rest:path}", st_report),
             WebSocketRoute("/ws/{rest:path}", st_ws),
         ],
-        middleware=[Middleware(ASGIGuard, **options)] if guarded else [],
+        middleware=[Middleware(ASGIGuard, parser=parser, **options)] if guarded else [],
         lifespan=lifespan,
     )
 
@@ -132,8 +135,8 @@ STARLETTE_REQUESTS = [
 
 
 @pytest.mark.parametrize(("url", "status", "expected"), STARLETTE_REQUESTS)
-def test_starlette(url: str, status: int, expected: Any) -> None:
-    app = starlette_app(routes={"/echo/units/": {"encoded_slash": "keep"}})
+def test_starlette(parser: Parser, url: str, status: int, expected: Any) -> None:
+    app = starlette_app(parser, routes={"/echo/units/": {"encoded_slash": "keep"}})
     with TestClient(app) as client:
         response = client.get(url)
     assert response.status_code == status
@@ -144,8 +147,8 @@ def test_starlette(url: str, status: int, expected: Any) -> None:
         assert response.text.startswith(f"400 Bad Request: {expected}: ")
 
 
-def test_starlette_problem_json_and_keep_alive() -> None:
-    with TestClient(starlette_app()) as client:
+def test_starlette_problem_json_and_keep_alive(parser: Parser) -> None:
+    with TestClient(starlette_app(parser)) as client:
         bad = client.get("/echo/%C4", headers={"Accept": "application/json"})
         good = client.get("/echo/fine")
     assert bad.status_code == 400
@@ -162,15 +165,18 @@ def test_starlette_lifespan_passes_through() -> None:
     assert events == ["startup", "shutdown"]
 
 
-def test_starlette_websocket_accepted() -> None:
-    with TestClient(starlette_app()) as client, client.websocket_connect("/ws/caf%C3%A9") as ws:
+def test_starlette_websocket_accepted(parser: Parser) -> None:
+    with (
+        TestClient(starlette_app(parser)) as client,
+        client.websocket_connect("/ws/caf%C3%A9") as ws,
+    ):
         assert ws.receive_json()["segments"] == ["ws", "café"]
 
 
-def test_starlette_websocket_denied_before_accept() -> None:
+def test_starlette_websocket_denied_before_accept(parser: Parser) -> None:
     # Starlette's TestClient offers the websocket.http.response extension.
     with (
-        TestClient(starlette_app()) as client,
+        TestClient(starlette_app(parser)) as client,
         pytest.raises(WebSocketDenialResponse) as denied,
         client.websocket_connect("/ws/caf%C4"),
     ):
@@ -179,12 +185,12 @@ def test_starlette_websocket_denied_before_accept() -> None:
     assert b"invalid-utf8" in denied.value.content
 
 
-def test_starlette_websocket_closed_without_the_extension() -> None:
+def test_starlette_websocket_closed_without_the_extension(parser: Parser) -> None:
     inner = starlette_app(guarded=False)
 
     async def strip_extension(scope: Any, receive: Any, send: Any) -> None:
         scope = dict(scope, extensions={})
-        await ASGIGuard(inner)(scope, receive, send)
+        await ASGIGuard(inner, parser=parser)(scope, receive, send)
 
     with (
         TestClient(strip_extension) as client,
@@ -196,8 +202,8 @@ def test_starlette_websocket_closed_without_the_extension() -> None:
     assert not isinstance(closed.value, WebSocketDenialResponse)
 
 
-def test_starlette_report_mode() -> None:
-    with TestClient(starlette_app(mode="report")) as client:
+def test_starlette_report_mode(parser: Parser) -> None:
+    with TestClient(starlette_app(parser, mode="report")) as client:
         bad = client.get("/report/a%2Fb")
         good = client.get("/report/ab")
     assert bad.json() == {"violation": "encoded-slash", "target": False}
@@ -212,9 +218,9 @@ def test_starlette_without_the_middleware() -> None:
         client.get("/echo/x")
 
 
-def test_httpx_asgi_transport() -> None:
+def test_httpx_asgi_transport(parser: Parser) -> None:
     async def main() -> tuple[httpx.Response, httpx.Response]:
-        transport = httpx.ASGITransport(app=starlette_app())
+        transport = httpx.ASGITransport(app=starlette_app(parser))
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
             return await client.get("/echo/caf%C3%A9?q=1"), await client.get("/echo/%zz")
 
@@ -227,10 +233,10 @@ def test_httpx_asgi_transport() -> None:
 # --- FastAPI ---------------------------------------------------------------------------------
 
 
-def fastapi_app(*, guarded: bool = True, **options: Any) -> FastAPI:
+def fastapi_app(parser: Parser | None = None, *, guarded: bool = True, **options: Any) -> FastAPI:
     app = FastAPI()
     if guarded:
-        app.add_middleware(ASGIGuard, **options)
+        app.add_middleware(ASGIGuard, parser=parser, **options)
 
     @app.get("/echo/{rest:path}")
     async def echo(rest: str, target: fastapi_helpers.GuardedTarget) -> dict[str, Any]:
@@ -254,8 +260,8 @@ def fastapi_app(*, guarded: bool = True, **options: Any) -> FastAPI:
     return app
 
 
-def test_fastapi_dependency() -> None:
-    app = fastapi_app(routes={"/echo/files/": {"encoded_slash": "keep"}})
+def test_fastapi_dependency(parser: Parser) -> None:
+    app = fastapi_app(parser, routes={"/echo/files/": {"encoded_slash": "keep"}})
     with TestClient(app) as client:
         ok = client.get("/echo/files/a%2Fb?x=%C3%A9")
         bad = client.get("/echo/a%2Fb")
@@ -270,8 +276,8 @@ def test_fastapi_dependency() -> None:
     assert ws_json["segments"] == ["ws", "café"]
 
 
-def test_fastapi_report_mode_optional_dependencies() -> None:
-    with TestClient(fastapi_app(mode="report")) as client:
+def test_fastapi_report_mode_optional_dependencies(parser: Parser) -> None:
+    with TestClient(fastapi_app(parser, mode="report")) as client:
         bad = client.get("/optional/caf%C4")
         good = client.get("/optional/ok")
         with pytest.raises(TargetUnavailable, match="invalid-utf8"):
@@ -291,7 +297,7 @@ def test_fastapi_without_the_middleware() -> None:
 # --- Flask -----------------------------------------------------------------------------------
 
 
-def flask_app(*, guarded: bool = True, **options: Any) -> Flask:
+def flask_app(parser: Parser | None = None, *, guarded: bool = True, **options: Any) -> Flask:
     app = Flask(__name__)
     app.testing = True
 
@@ -305,7 +311,7 @@ def flask_app(*, guarded: bool = True, **options: Any) -> Flask:
         return {"violation": None if violation is None else violation.rule}
 
     if guarded:
-        app.wsgi_app = WSGIGuard(app.wsgi_app, **options)  # type: ignore[method-assign]
+        app.wsgi_app = WSGIGuard(app.wsgi_app, parser=parser, **options)  # type: ignore[method-assign]
     return app
 
 
@@ -324,8 +330,8 @@ FLASK_REQUESTS = [
 
 
 @pytest.mark.parametrize(("url", "status", "expected"), FLASK_REQUESTS)
-def test_flask(url: str, status: int, expected: Any) -> None:
-    app = flask_app(routes={"/echo/files/": {"encoded_slash": "keep"}})
+def test_flask(parser: Parser, url: str, status: int, expected: Any) -> None:
+    app = flask_app(parser, routes={"/echo/files/": {"encoded_slash": "keep"}})
     response = app.test_client().get(url)
     assert response.status_code == status
     if status == 200:
@@ -334,8 +340,8 @@ def test_flask(url: str, status: int, expected: Any) -> None:
         assert response.text.startswith(f"400 Bad Request: {expected}: ")
 
 
-def test_flask_report_mode() -> None:
-    client = flask_app(mode="report").test_client()
+def test_flask_report_mode(parser: Parser) -> None:
+    client = flask_app(parser, mode="report").test_client()
     assert client.get("/report/caf%C4").json == {"violation": "invalid-utf8"}
     assert client.get("/report/ok").json == {"violation": None}
     with pytest.raises(TargetUnavailable, match="report-only"):
@@ -404,10 +410,10 @@ DJANGO_REQUESTS = [
 
 @pytest.mark.usefixtures("django_settings")
 @pytest.mark.parametrize(("url", "status", "expected"), DJANGO_REQUESTS)
-def test_django_wsgi(url: str, status: int, expected: Any) -> None:
+def test_django_wsgi(parser: Parser, url: str, status: int, expected: Any) -> None:
     from django.core.wsgi import get_wsgi_application
 
-    response = Client(WSGIGuard(get_wsgi_application())).get(url)
+    response = Client(WSGIGuard(get_wsgi_application(), parser=parser)).get(url)
     assert response.status_code == status
     if status == 200:
         assert response.json == expected
@@ -417,11 +423,11 @@ def test_django_wsgi(url: str, status: int, expected: Any) -> None:
 
 @pytest.mark.usefixtures("django_settings")
 @pytest.mark.parametrize(("url", "status", "expected"), DJANGO_REQUESTS)
-def test_django_asgi(url: str, status: int, expected: Any) -> None:
+def test_django_asgi(parser: Parser, url: str, status: int, expected: Any) -> None:
     from django.core.asgi import get_asgi_application
 
     async def main() -> httpx.Response:
-        transport = httpx.ASGITransport(app=ASGIGuard(get_asgi_application()))
+        transport = httpx.ASGITransport(app=ASGIGuard(get_asgi_application(), parser=parser))
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
             return await client.get(url)
 
@@ -434,10 +440,12 @@ def test_django_asgi(url: str, status: int, expected: Any) -> None:
 
 
 @pytest.mark.usefixtures("django_settings")
-def test_django_report_mode_under_wsgi() -> None:
+def test_django_report_mode_under_wsgi(parser: Parser) -> None:
     from django.core.wsgi import get_wsgi_application
 
-    response = Client(WSGIGuard(get_wsgi_application(), mode="report")).get("/echo/a%2Fb")
+    response = Client(WSGIGuard(get_wsgi_application(), mode="report", parser=parser)).get(
+        "/echo/a%2Fb"
+    )
     assert response.json is not None
     assert response.json["violation"] == "encoded-slash"
     assert "report-only" in response.json["unavailable"]

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+from collections.abc import Callable
 from typing import Any, Literal
 
 import pytest
 
+from conftest import Parser
 from urlguard import Policy
 
 P = pytest.param
@@ -112,16 +116,38 @@ def test_allows_char(policy: Policy, char: str, allowed: bool) -> None:
 
 @pytest.mark.parametrize("policy", [Policy(), Policy.browser(), Policy(path_params="reject")])
 def test_byte_tables_agree_with_the_patterns(policy: Policy) -> None:
-    """The 256-byte tables (for the compiled parser), the patterns (for the
-    reference) and the shortcut's translate table describe the same sets."""
+    """The 256-byte tables (for the compiled parser) and the patterns (for the
+    reference) describe the same sets."""
     for byte in range(256):
         raw = bytes([byte])
         in_path = policy._path_raw_bad.fullmatch(raw) is None
         in_query = policy._query_raw_bad.fullmatch(raw) is None
         assert bool(policy._raw_path_table[byte]) == in_path, byte
         assert bool(policy._raw_query_table[byte]) == in_query, byte
-        plain = (in_path or byte == ord("?")) and in_query and byte not in b"%;"
-        assert (raw.translate(policy._plain_table) == raw) == plain, byte
+
+
+@pytest.mark.parametrize(
+    "duplicate",
+    [
+        P(copy.copy, id="copy"),
+        P(copy.deepcopy, id="deepcopy"),
+        P(lambda policy: pickle.loads(pickle.dumps(policy)), id="pickle"),
+    ],
+)
+def test_a_policy_in_use_copies_without_what_a_parser_derived(
+    parser: Parser, duplicate: Callable[[Policy], Policy]
+) -> None:
+    """What a parser derives from a policy on first use (the compiled
+    parser's tables) is no part of it: a copy or a pickle of a policy in use
+    is equal to it, holds none of that, and parses alike."""
+    policy = Policy(encoded_slash="keep", max_segments=3)
+    parsed = parser.parse_target(b"/a%2Fb/c", policy)
+    again = duplicate(policy)
+    assert again == policy
+    assert hash(again) == hash(policy)
+    assert again._compiled is None
+    assert parser.parse_target(b"/a%2Fb/c", again) == parsed
+    assert parser.parse_target(b"/a/b/c", again).segments == ("a", "b", "c")
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 import warnings
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from django.urls.converters import IntConverter
@@ -23,7 +23,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from werkzeug.test import Client
 
-from urlguard import InvalidTarget, Policy, parse_target
+from conftest import Parser
+from urlguard import InvalidTarget, Policy
 from urlguard.asgi import StrictURLMiddleware as ASGIGuard
 from urlguard.wsgi import StrictURLMiddleware as WSGIGuard
 
@@ -44,9 +45,9 @@ FULL_WIDTH_123 = "/item/%EF%BC%91%EF%BC%92%EF%BC%93"
 ARABIC_INDIC_123 = "/item/%D9%A1%D9%A2%D9%A3"
 
 
-def rule(raw: bytes, policy: Policy | None = None) -> str | None:
+def rule(parser: Parser, raw: bytes, policy: Policy | None = None) -> str | None:
     try:
-        parse_target(raw, policy)
+        parser.parse_target(raw, policy)
     except InvalidTarget as exc:
         return exc.rule
     return None
@@ -69,10 +70,15 @@ def flask_app() -> Flask:
     return app
 
 
-def flask_get(app: Flask, target: str) -> tuple[int, Any]:
+class Reply(NamedTuple):
+    status: int
+    json: Any
+
+
+def flask_get(app: Flask, target: str) -> Reply:
     # The guard reads the raw target where gunicorn puts it.
     response = Client(app).get(target, environ_overrides={"RAW_URI": target})
-    return response.status_code, response.get_json()
+    return Reply(response.status_code, response.get_json())
 
 
 @pytest.mark.parametrize(
@@ -84,45 +90,47 @@ def flask_get(app: Flask, target: str) -> tuple[int, Any]:
         P("/q?n=%EF%BC%91%EF%BC%92", {"n": 12}, id="full-width digits in args.get(type=int)"),
     ],
 )
-def test_werkzeug_reads_unicode_digits_as_numbers(target: str, expected: dict[str, int]) -> None:
+def test_werkzeug_reads_unicode_digits_as_numbers(
+    parser: Parser, target: str, expected: dict[str, int]
+) -> None:
     app = flask_app()
-    app.wsgi_app = WSGIGuard(app.wsgi_app)  # type: ignore[method-assign]
-    assert flask_get(app, target) == (200, expected)
+    app.wsgi_app = WSGIGuard(app.wsgi_app, parser=parser)  # type: ignore[method-assign]
+    assert flask_get(app, target) == Reply(200, expected)
 
 
 @pytest.mark.parametrize(
     "target", [P(FULL_WIDTH_123, id="full-width"), P(ARABIC_INDIC_123, id="Arabic-Indic")]
 )
-def test_ascii_only_range_refuses_unicode_digits(target: str) -> None:
+def test_ascii_only_range_refuses_unicode_digits(parser: Parser, target: str) -> None:
     app = flask_app()
-    app.wsgi_app = WSGIGuard(app.wsgi_app, policy=ASCII_ONLY)  # type: ignore[method-assign]
-    assert flask_get(app, target)[0] == 400
-    assert rule(target.encode(), ASCII_ONLY) == "forbidden-char"
-    assert rule(target.encode(), LATIN1) == "forbidden-char"
+    app.wsgi_app = WSGIGuard(app.wsgi_app, policy=ASCII_ONLY, parser=parser)  # type: ignore[method-assign]
+    assert flask_get(app, target).status == 400
+    assert rule(parser, target.encode(), ASCII_ONLY) == "forbidden-char"
+    assert rule(parser, target.encode(), LATIN1) == "forbidden-char"
 
 
 def test_python_int_reads_unicode_digits() -> None:
     assert int("１２３") == int("١٢٣") == 123
 
 
-def test_fastapi_int_parameters_refuse_full_width_digits() -> None:
+def test_fastapi_int_parameters_refuse_full_width_digits(parser: Parser) -> None:
     app = FastAPI()
 
     @app.get("/item/{item}")
     async def item(item: int) -> dict[str, int]:
         return {"item": item}
 
-    app.add_middleware(ASGIGuard)
+    app.add_middleware(ASGIGuard, parser=parser)
     with TestClient(app) as client:
         assert client.get(FULL_WIDTH_123).status_code == 422
         assert client.get("/item/123").json() == {"item": 123}
 
 
-def test_starlette_and_django_int_converters_match_ascii_digits_only() -> None:
+def test_starlette_and_django_int_converters_match_ascii_digits_only(parser: Parser) -> None:
     async def item(request: Any) -> JSONResponse:
         return JSONResponse({"item": request.path_params["item"]})
 
-    app = ASGIGuard(Starlette(routes=[Route("/item/{item:int}", item)]))
+    app = ASGIGuard(Starlette(routes=[Route("/item/{item:int}", item)]), parser=parser)
     with TestClient(app) as client:
         assert client.get(FULL_WIDTH_123).status_code == 404
         assert client.get("/item/123").json() == {"item": 123}
@@ -133,12 +141,12 @@ def test_starlette_and_django_int_converters_match_ascii_digits_only() -> None:
 # --- full-width dots and slashes --------------------------------------------------------------
 
 
-def test_full_width_dots_and_slash_pass_and_nfkc_makes_them_a_traversal() -> None:
-    target = parse_target(b"/files/%EF%BC%8E%EF%BC%8E%EF%BC%8Fetc%EF%BC%8Fpasswd")
+def test_full_width_dots_and_slash_pass_and_nfkc_makes_them_a_traversal(parser: Parser) -> None:
+    target = parser.parse_target(b"/files/%EF%BC%8E%EF%BC%8E%EF%BC%8Fetc%EF%BC%8Fpasswd")
     assert target.segments == ("files", "．．／etc／passwd")
     assert unicodedata.normalize("NFKC", target.segments[1]) == "../etc/passwd"
-    assert rule(target.raw, ASCII_ONLY) == "forbidden-char"
-    assert rule(target.raw, LATIN1) == "forbidden-char"
+    assert rule(parser, target.raw, ASCII_ONLY) == "forbidden-char"
+    assert rule(parser, target.raw, LATIN1) == "forbidden-char"
 
 
 # --- zero-width and format characters ---------------------------------------------------------
@@ -154,25 +162,25 @@ FORMAT_CHARACTERS = [
 
 
 @pytest.mark.parametrize(("escaped", "char"), FORMAT_CHARACTERS)
-def test_format_characters_pass_by_default(escaped: str, char: str) -> None:
+def test_format_characters_pass_by_default(parser: Parser, escaped: str, char: str) -> None:
     raw = f"/ad{escaped}min?user=ro{escaped}ot".encode()
-    target = parse_target(raw)
+    target = parser.parse_target(raw)
     assert target.segments == (f"ad{char}min",)
     assert target.query == (("user", f"ro{char}ot"),)
     assert target.segments[0] != "admin"
     assert unicodedata.category(char) == "Cf"
-    assert rule(raw, ASCII_ONLY) == "forbidden-char"
-    assert rule(raw, LATIN1_NO_SOFT_HYPHEN) == "forbidden-char"
+    assert rule(parser, raw, ASCII_ONLY) == "forbidden-char"
+    assert rule(parser, raw, LATIN1_NO_SOFT_HYPHEN) == "forbidden-char"
 
 
-def test_latin1_range_still_lets_the_soft_hyphen_through() -> None:
-    assert rule(b"/ad%C2%ADmin", LATIN1) is None
-    assert rule(b"/ad%E2%80%8Bmin", LATIN1) == "forbidden-char"
+def test_latin1_range_still_lets_the_soft_hyphen_through(parser: Parser) -> None:
+    assert rule(parser, b"/ad%C2%ADmin", LATIN1) is None
+    assert rule(parser, b"/ad%E2%80%8Bmin", LATIN1) == "forbidden-char"
 
 
-def test_composed_and_decomposed_forms_both_pass_and_differ() -> None:
-    composed = parse_target(b"/caf%C3%A9").segments[0]
-    decomposed = parse_target(b"/cafe%CC%81").segments[0]
+def test_composed_and_decomposed_forms_both_pass_and_differ(parser: Parser) -> None:
+    composed = parser.parse_target(b"/caf%C3%A9").segments[0]
+    decomposed = parser.parse_target(b"/cafe%CC%81").segments[0]
     assert composed != decomposed
     assert unicodedata.normalize("NFC", decomposed) == composed
 
@@ -188,14 +196,14 @@ def test_composed_and_decomposed_forms_both_pass_and_differ() -> None:
         P(b"/download?file=..%5C..%5Cwindows", id="backslashes"),
     ],
 )
-def test_query_values_may_carry_a_traversal(raw: bytes) -> None:
-    value = parse_target(raw).get("file")
+def test_query_values_may_carry_a_traversal(parser: Parser, raw: bytes) -> None:
+    value = parser.parse_target(raw).get("file")
     assert value is not None
     assert value.startswith("..")
 
 
-def test_query_values_may_carry_an_absolute_path_and_a_url() -> None:
-    target = parse_target(b"/download?file=/etc/passwd&next=https://evil.example/")
+def test_query_values_may_carry_an_absolute_path_and_a_url(parser: Parser) -> None:
+    target = parser.parse_target(b"/download?file=/etc/passwd&next=https://evil.example/")
     assert target.get("file") == "/etc/passwd"
     assert target.get("next") == "https://evil.example/"
 
@@ -211,6 +219,6 @@ def test_query_values_may_carry_an_absolute_path_and_a_url() -> None:
         P(b"/files/a%2F", "a/", id="a trailing slash inside the segment"),
     ],
 )
-def test_a_kept_slash_is_a_slash_in_the_segment(raw: bytes, segment: str) -> None:
-    assert parse_target(raw, KEEP_SLASH).segments == ("files", segment)
-    assert rule(raw) == "encoded-slash"
+def test_a_kept_slash_is_a_slash_in_the_segment(parser: Parser, raw: bytes, segment: str) -> None:
+    assert parser.parse_target(raw, KEEP_SLASH).segments == ("files", segment)
+    assert rule(parser, raw) == "encoded-slash"
