@@ -101,7 +101,7 @@ class _Client:
                 if isinstance(event, h2.events.ResponseReceived) and event.stream_id == stream:
                     head = tuple((bytes(k), bytes(v)) for k, v in event.headers)
                     status = int(dict(head)[b":status"])
-                    head = tuple(pair for pair in head if not pair[0].startswith(b":"))
+                    head = tuple((name, value) for name, value in head if not name.startswith(b":"))
                 elif isinstance(event, h2.events.DataReceived):
                     self.conn.acknowledge_received_data(
                         event.flow_controlled_length, event.stream_id

@@ -25,6 +25,7 @@ tables are the measurements behind docs/servers.md.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -40,6 +41,7 @@ import pytest
 
 import rawh2
 import rawhttp
+from e2e_apps import kept_separators
 from urlguard import InvalidTarget, parse_target
 
 pytestmark = pytest.mark.servers
@@ -52,18 +54,19 @@ TEXT = (b"accept", b"text/plain")
 PROBLEM = b"application/problem+json"
 PLAIN = b"text/plain; charset=utf-8"
 ROOT = "/my app"  # a mount point with a character that is percent-encoded on the wire
+KEPT = "e2e_apps.kept_separators"
+KEPT_ASGI, KEPT_WSGI = f"{KEPT}:asgi", f"{KEPT}:wsgi"
 
 # --- the server processes ------------------------------------------------------------------
 
 Argv = Callable[[int], list[str]]
 
 
-def _uvicorn(http: str, *root: str) -> Argv:
+def _uvicorn(http: str, *root: str, app: str = "e2e_apps.guarded_asgi:app") -> Argv:
     def argv(port: int) -> list[str]:
         return [
             sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port),
-            "--http", http, "--ws", "wsproto", "--no-access-log", *root,
-            "e2e_apps.guarded_asgi:app",
+            "--http", http, "--ws", "wsproto", "--no-access-log", *root, app,
         ]  # fmt: skip
 
     return argv
@@ -107,10 +110,10 @@ def _gunicorn(worker: str) -> Argv:
     return argv
 
 
-def _waitress(*options: str) -> Argv:
+def _waitress(*options: str, app: str = "e2e_apps.guarded_wsgi:app") -> Argv:
     def argv(port: int) -> list[str]:
         return [sys.executable, "-m", "waitress", "--listen", f"127.0.0.1:{port}", *options,
-                "e2e_apps.guarded_wsgi:app"]  # fmt: skip
+                app]  # fmt: skip
 
     return argv
 
@@ -143,6 +146,14 @@ PROCESSES: dict[str, Argv] = {
     "wsgiref": _serve("wsgiref"),
     "hypercorn (WSGI)": _hypercorn("e2e_apps.guarded_wsgi:app"),
     "granian (WSGI)": _granian("wsgi", "e2e_apps.guarded_wsgi:app"),
+    # kept separators (e2e_apps/kept_separators.py), at the root and below /m
+    "waitress (kept)": _waitress(app=KEPT_WSGI),
+    "uvicorn-h11 (kept)": _uvicorn("h11", app=KEPT_ASGI),
+    "hypercorn (kept)": _hypercorn(KEPT_ASGI),
+    "waitress --url-prefix /m (kept)": _waitress("--url-prefix=/m", app=KEPT_WSGI),
+    "uvicorn-h11 --root-path /m (kept)": _uvicorn("h11", "--root-path", "/m", app=KEPT_ASGI),
+    "hypercorn --root-path /m (kept)": _hypercorn(KEPT_ASGI, "--root-path", "/m"),
+    "uvicorn-h11, Starlette Mount /m (kept)": _uvicorn("h11", app=f"{KEPT}:mounted"),
 }
 
 
@@ -297,6 +308,10 @@ SERVERS: dict[str, Spec] = {
             "nul": Refused("dropped"),
             "raw utf-8": Refused("dropped"),
             "CONNECT authority-form": Refused("dropped"),
+            # :path is origin-form (RFC 9113 §8.3.1): hypercorn passes an
+            # absolute URL on as raw_path, urlguard answers bad-form.
+            "absolute-form": Rejected("bad-form", exact=False),
+            "absolute-form %zz": Rejected("bad-form", exact=False),
         },
         http2=True,
     ),
@@ -424,11 +439,39 @@ class Pool:
             self.live[process] = server
         return self.live[process]
 
+    def start(self, *processes: str) -> None:
+        """Start those of ``processes`` not started yet, all at once: each
+        waits for its own port, so several cost about as much as one."""
+        todo = [name for name in processes if name not in self.live and name not in self.failed]
+        managers = {
+            name: rawhttp.running(PROCESSES[name](port), port, cwd=TESTS, timeout=20.0)
+            for name, port in zip(todo, _free_ports(len(todo)), strict=True)
+        }
+        with concurrent.futures.ThreadPoolExecutor(max(1, len(todo))) as executor:
+            started = {name: executor.submit(cm.__enter__) for name, cm in managers.items()}
+        for name, future in started.items():
+            try:
+                server = future.result()
+            except Exception as exc:  # raised by the test that asks for it
+                self.failed[name] = exc
+            else:
+                self.stack.push(managers[name])  # stopped with the others
+                self.live[name] = server
+
     def terminate_all(self) -> None:
         """SIGTERM every server at once, so that stopping them does not add up."""
         for server in self.live.values():
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(server.process.pid, signal.SIGTERM)
+
+
+def _free_ports(count: int) -> list[int]:
+    """``count`` TCP ports on 127.0.0.1, all bound at once so that none is given twice."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
 
 
 @pytest.fixture(scope="module")
@@ -538,8 +581,9 @@ def _every_server(cases: list[Any], common: Callable[..., Outcome]) -> list[Any]
     for name, spec in SERVERS.items():
         for case in cases:
             assert isinstance(case.id, str)
+            target, *_ = case.values
             expected = spec.differs.get(case.id) or common(*case.values)
-            params.append(P(name, case.values[0], expected, id=f"{name}-{case.id}"))
+            params.append(P(name, target, expected, id=f"{name}-{case.id}"))
     return params
 
 
@@ -696,6 +740,163 @@ def test_mount_point(servers: Pool, name: str, target: bytes, expected: Outcome)
     assert_outcome(response, target, expected, as_json=True)
 
 
+# --- kept separators: the parts inside a decoded segment ------------------------------------
+
+# e2e_apps/kept_separators.py keeps %2F and %5C in a decoded segment and
+# accepts a raw '\', application-wide; its route /admin/ rejects %2F again.
+# Each server runs it at the root or below the mount point /m.
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A server running kept_separators: ``prefix`` goes before every target to
+    reach the application's ``/`` (uvicorn glues its ``--root-path`` in front
+    of what it is sent itself)."""
+
+    process: str
+    prefix: bytes = b""
+    http2: bool = False
+
+
+KEPT_SERVERS: dict[str, Kept] = {
+    "waitress": Kept("waitress (kept)"),
+    "uvicorn-h11": Kept("uvicorn-h11 (kept)"),
+    "hypercorn": Kept("hypercorn (kept)"),
+    "hypercorn (h2c)": Kept("hypercorn (kept)", http2=True),
+    "waitress --url-prefix /m": Kept("waitress --url-prefix /m (kept)", b"/m"),
+    "uvicorn-h11 --root-path /m": Kept("uvicorn-h11 --root-path /m (kept)"),
+    "hypercorn --root-path /m": Kept("hypercorn --root-path /m (kept)", b"/m"),
+    "hypercorn --root-path /m (h2c)": Kept("hypercorn --root-path /m (kept)", b"/m", http2=True),
+    "Starlette Mount /m": Kept("uvicorn-h11, Starlette Mount /m (kept)", b"/m"),
+}
+KEPT_CASES = [
+    # target below the application's "/" -> the rule, or the segments
+    P(rb"/files/a\..\..\secret.txt", "dot-segment", id="raw backslashes around .."),
+    P(rb"/files/\\server\share", "empty-segment", id="a UNC path"),
+    P(b"/files/c:%2Fwindows%2Fwin.ini", "drive-letter", id="c: then %2F"),
+    P(b"/files/C:%5Cwindows", "drive-letter", id="C: then %5C"),
+    P(b"/files/..%2Fx", "dot-segment", id="..%2F"),
+    P(b"/files/%2Fetc", "empty-segment", id="%2F first"),
+    P(b"/;/admin", "empty-segment", id="a segment of a raw ;"),
+    P(b"/admin/a%2Fb", "encoded-slash", id="%2F under /admin/"),
+    P(b"/files/a:b%2Fc", ("files", "a:b/c"), id="a colon after more than a letter"),
+    P(rb"/files/a\b%5Cc", ("files", "a\\b\\c"), id="backslashes kept"),
+]
+
+
+@pytest.fixture
+def kept(servers: Pool) -> Pool:
+    """The pool, with every server running kept_separators started (at once)."""
+    servers.start(*dict.fromkeys(server.process for server in KEPT_SERVERS.values()))
+    return servers
+
+
+def _kept_truth(target: bytes) -> InvalidTarget:
+    """What urlguard says about ``target`` under the policy kept_separators gives it."""
+    policy = kept_separators.POLICY
+    if target.startswith(b"/admin/"):
+        policy = policy.replace(**kept_separators.ROUTES["/admin/"])
+    with pytest.raises(InvalidTarget) as info:
+        parse_target(target, policy)
+    return info.value
+
+
+@pytest.mark.parametrize(
+    ("name", "target", "expected"),
+    [
+        P(name, *case.values, id=f"{name}: {case.id}")
+        for name in KEPT_SERVERS
+        for case in KEPT_CASES
+    ],
+)
+def test_kept_separators(
+    kept: Pool, name: str, target: bytes, expected: str | tuple[str, ...]
+) -> None:
+    server = KEPT_SERVERS[name]
+    port = kept(server.process).port
+    wire = server.prefix + target
+    if server.http2:
+        response: rawhttp.Response = rawh2.request(port, wire, headers=[JSON])
+    else:
+        response = rawhttp.request(port, wire, headers=[JSON])
+    if isinstance(expected, tuple):
+        assert_outcome(response, wire, Accepted(target, expected), as_json=True)
+        return
+    assert_rejection(response, wire, expected, as_json=True, exact=False)
+    truth = _kept_truth(target)  # judged below the mount point
+    problem = response.json()
+    assert (problem["component"], problem["index"], problem["offset"]) == (
+        truth.component,
+        truth.index,
+        truth.offset,
+    )
+
+
+# Where an escape hides the mount point's boundary: below /m, /m%2Fadmin/x is
+# /admin/x to the application (it routes on the decoded path), so it must pass
+# the /admin/ policy too. uvicorn glues /m in front of what it is sent: there
+# the client sends %2Fadmin/..., and /m%2Fadmin/... is a request for /m/admin/...
+BOUNDARY = [
+    # server, what is sent -> the outcome
+    P("hypercorn --root-path /m (kept)", b"/m%2Fadmin/caf%C3%A9", "encoded-slash", id="hypercorn"),
+    P("uvicorn-h11 --root-path /m (kept)", b"%2Fadmin/caf%C3%A9", "encoded-slash", id="uvicorn"),
+    P("uvicorn-h11, Starlette Mount /m (kept)", b"/m%2Fadmin/caf%C3%A9", "encoded-slash",
+      id="Starlette Mount"),
+    P("waitress --url-prefix /m (kept)", b"/m%2Fadmin/caf%C3%A9", "encoded-slash", id="waitress"),
+    # no stricter route below the boundary: the escape stays in the segment
+    P("hypercorn --root-path /m (kept)", b"/m%2Ffiles/caf%C3%A9",
+      Accepted(b"/m%2Ffiles/caf%C3%A9", ("m/files", "café")), id="hypercorn, not /admin/"),
+    P("uvicorn-h11, Starlette Mount /m (kept)", b"/m%2Ffiles/caf%C3%A9",
+      Accepted(b"/m%2Ffiles/caf%C3%A9", ("m/files", "café")), id="Starlette Mount, not /admin/"),
+    P("waitress --url-prefix /m (kept)", b"/m%2Ffiles/caf%C3%A9",
+      Accepted(b"/m%2Ffiles/caf%C3%A9", ("m/files", "café")), id="waitress, not /admin/"),
+    P("uvicorn-h11 --root-path /m (kept)", b"/m%2Fadmin/caf%C3%A9",
+      Accepted(b"/m%2Fadmin/caf%C3%A9", ("m/admin", "café")), id="uvicorn, /m/m/admin/..."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("process", "target", "expected"), BOUNDARY)
+def test_mount_point_boundary(
+    kept: Pool, process: str, target: bytes, expected: str | Accepted
+) -> None:
+    response = rawhttp.request(kept(process).port, target, headers=[JSON])
+    if isinstance(expected, Accepted):
+        assert_outcome(response, target, expected, as_json=True)
+    else:
+        assert_rejection(response, target, expected, as_json=True, exact=False)
+
+
+# --- HTTP/2: :path is origin-form ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("process", "target"),
+    [
+        P("hypercorn", b"http://evil.example/x", id="hypercorn"),
+        P("hypercorn (kept)", b"https://evil.example/files/a%2Fb?q=1", id="hypercorn, kept"),
+        P("hypercorn --root-path /m (kept)", b"http://evil.example/m/x", id="hypercorn, below /m"),
+    ],
+)
+@pytest.mark.parametrize("accept", [P(JSON, id="json"), P(TEXT, id="text")])
+def test_http2_absolute_form_path_is_bad_form(
+    kept: Pool, process: str, target: bytes, accept: tuple[bytes, bytes]
+) -> None:
+    """RFC 9113 §8.3.1: hypercorn hands an absolute URL in :path to the
+    application, ``path`` the whole of it; urlguard answers bad-form. The same
+    target over HTTP/1.1 is absolute-form, judged on its path."""
+    server = kept(process)
+    response = rawh2.request(server.port, target, headers=[accept])
+    assert_rejection(response, target, "bad-form", as_json=accept == JSON, exact=False)
+    if accept == JSON:
+        problem = response.json()
+        assert (problem["component"], problem["index"], problem["offset"]) == ("target", None, 0)
+    logged = "rule=bad-form component=target index=- offset=0 client="
+    lines = [line for line in server.output().splitlines() if logged in line]
+    assert lines
+    assert lines[-1].endswith(f" target={target.decode()}")
+    assert app_json(rawhttp.request(server.port, target, headers=[JSON]))["raw"] == target.decode()
+
+
 # --- keep-alive: a rejection, then a good request on the same connection ------------------
 
 SMUGGLED = b"GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -817,15 +1018,19 @@ def handshake(port: int, target: bytes) -> tuple[rawhttp.Response, dict[str, Any
         return rawhttp.Response(status, headers=headers), json.loads(buffer[start : start + size])
 
 
-@pytest.mark.parametrize(
-    ("name", "target", "expected"),
-    [
-        P(name, case.values[0], SERVERS[name].differs.get(str(case.id), case.values[1]),
-          id=f"{name}-{case.id}")
-        for name in WS_SERVERS
-        for case in WEBSOCKET
-    ],
-)  # fmt: skip
+def _websocket_params() -> list[Any]:
+    """Each websocket case for each server that takes websockets, with that
+    server's outcome: the common one, or the one it ``differs`` with."""
+    params = []
+    for name in WS_SERVERS:
+        for case in WEBSOCKET:
+            target, common = case.values
+            expected = SERVERS[name].differs.get(str(case.id), common)
+            params.append(P(name, target, expected, id=f"{name}-{case.id}"))
+    return params
+
+
+@pytest.mark.parametrize(("name", "target", "expected"), _websocket_params())
 def test_websocket_handshake(servers: Pool, name: str, target: bytes, expected: Outcome) -> None:
     server = servers(name)
     response, echo = handshake(server.port, target)

@@ -22,7 +22,14 @@ What the ASGI servers put in the scope (measured; see docs/servers.md):
 
 - ``raw_path`` is optional in the ASGI spec; a missing key and ``None`` are
   treated alike: the request is refused with ``501`` (see
-  ``missing_raw_target``) rather than judged on the decoded ``path``.
+  ``missing_raw_target``) rather than judged on the decoded ``path``. So is
+  a ``raw_path`` that is not a byte string (``bytes``, ``bytearray``): a
+  ``str`` or anything else comes from a server that breaks the spec.
+- HTTP/2 and HTTP/3 (``http_version`` ``"2"``, ``"3"``) carry the target in
+  ``:path``, which is origin-form (RFC 9113 §8.3.1, RFC 9114 §4.3.1): a raw
+  path that does not start with ``/`` there is a ``bad-form`` violation
+  (``OPTIONS *`` passes, as always). hypercorn passes a ``:path`` of ``http://host/x`` on as
+  ``raw_path``, with ``path`` the whole URL.
 - ASGI splits the target at the first ``?``, so ``/a?`` (an empty query) and
   ``/a`` look the same: both are validated as ``/a``, and ``Target.raw_query``
   is ``None`` for both.
@@ -36,8 +43,8 @@ What the ASGI servers put in the scope (measured; see docs/servers.md):
   segments ``("",)``. A raw path that is not below it is judged whole.
 - uvicorn with httptools and granian reduce an absolute-form target to its
   path and drop a ``#fragment``; h11, hypercorn and daphne pass both on, and
-  then the absolute-form target is validated on its path and query and a
-  fragment is a ``fragment`` violation.
+  then the absolute-form target (HTTP/1.x) is validated on its path and
+  query and a fragment is a ``fragment`` violation.
 - One blind spot: uvicorn with ``root_path="/mnt"`` turns a target without
   a leading slash (``x``) into ``/mntx``, the bytes other servers give for a
   request for ``/mntx``; it is validated as that path.
@@ -68,6 +75,8 @@ OnReject = Callable[[InvalidTarget, Scope], ASGIApp | None]
 OnViolation = Callable[[InvalidTarget, Scope], object]
 
 _DENIAL: Final = "websocket.http.response"
+# The HTTP versions whose target is never absolute-form (HTTP/2, HTTP/3).
+_ORIGIN_FORM_ONLY: Final = ("2", "3")
 # RFC 6455 §7.4.1: 1008 "policy violation"; 1011 "unexpected condition".
 _CLOSE_POLICY: Final = 1008
 _CLOSE_SERVER: Final = 1011
@@ -103,7 +112,7 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
     ``policy``, ``routes``, ``config``, ``mode``, ``on_reject`` (returns an
     ASGI app, e.g. a Starlette ``Response``; not used for websocket
     handshakes), ``on_violation``, ``missing_raw_target`` (a scope without
-    ``raw_path``), ``log_level``.
+    a ``raw_path`` byte string), ``log_level``.
 
     Scopes: ``http`` and ``websocket`` are validated; a websocket handshake is
     refused before accept, with the 400 as a denial response when the server
@@ -113,7 +122,7 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
     """
 
     protocol = "ASGI"
-    missing = "no raw_path in the scope"
+    missing = "no raw_path byte string in the scope"
     read = staticmethod(_read)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -128,13 +137,33 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
             mount = None
             if root:  # ASCII as a rule: encoded without looking the codec up by name
                 mount = root.encode() if root.isascii() else root.encode("utf-8", "surrogatepass")
-            decision = self._decider.decide(raw, query, mount, scope)
+            if type(raw) is bytes and raw[:1] == b"/":  # origin-form: nearly every request
+                decision = self._guard.decide(raw, query, mount, scope)
+            else:
+                decision = self._decide_other(raw, query, mount, scope)
             if decision is not None:  # None, the common case: the target is stored, go on
                 if isinstance(decision, Answer):
                     await _send(scope, send, decision)
                     return
                 app = decision  # what on_reject returned answers instead
         await app(scope, receive, send)
+
+    def _decide_other(
+        self, raw: object, query: bytes, mount: bytes | None, scope: Scope
+    ) -> Answer | ASGIApp | None:
+        """The decision for a raw path that is not bytes starting with ``/``."""
+        if not isinstance(raw, bytes | bytearray):
+            # raw_path is a byte string (ASGI HTTP spec): anything else comes
+            # from a server that breaks it, and is not trusted: as if there were none.
+            return self._guard.decide(None, query, mount, scope)
+        raw = bytes(raw)
+        if raw[:1] != b"/" and scope.get("http_version") in _ORIGIN_FORM_ONLY:
+            # RFC 9113 §8.3.1, RFC 9114 §4.3.1: ':path' is origin-form, or '*'
+            # for OPTIONS (passed on by the guard); absolute-form is HTTP/1.1's.
+            target = b"?".join((raw, query)) if query else raw
+            exc = InvalidTarget("bad-form", "target", None, 0)
+            return self._guard.decide_invalid(exc, target, scope)
+        return self._guard.decide(raw, query, mount, scope)
 
 
 async def _send(scope: Scope, send: Send, answer: Answer) -> None:

@@ -23,6 +23,9 @@ Where the raw target comes from (measured; see docs/servers.md): ``RAW_URI``
 PEP 3333 latin-1 strings, so ``.encode("latin-1")`` gives the bytes back. The
 werkzeug development server encodes raw non-ASCII bytes as UTF-8 a second
 time; that is undone (it also collapses a leading ``//``, which cannot be).
+Anything but a ``str`` there (bytes, a number) comes from a server that breaks
+PEP 3333: it counts as no raw target at all (below), ``REQUEST_URI`` included
+when ``RAW_URI`` is the one of the wrong type.
 
 ``SCRIPT_NAME``, the mount point: when the raw target is below it (compared
 percent-decoded, segment by segment: ``/my%20app/x`` is below ``/my app``),
@@ -44,7 +47,7 @@ empty segments, double encoding; ``%2F`` can no longer be told from ``/``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Final
+from typing import Final
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 from ._answers import Answer
@@ -83,27 +86,27 @@ class StrictURLMiddleware(GuardedMiddleware[WSGIApplication, WSGIEnvironment]):
     ``app`` first, then the options as keywords (see ``__init__``):
     ``policy``, ``routes``, ``config``, ``mode``, ``on_reject`` (returns a
     WSGI app, e.g. a werkzeug ``Response``), ``on_violation``,
-    ``missing_raw_target`` (no ``RAW_URI`` or ``REQUEST_URI``, see the module
-    documentation), ``log_level``.
+    ``missing_raw_target`` (no ``RAW_URI`` or ``REQUEST_URI`` string, see the
+    module documentation), ``log_level``.
 
     ``OPTIONS *`` passes through without a target. ``violations`` counts by rule code.
     """
 
     protocol = "WSGI"
-    missing = "no RAW_URI or REQUEST_URI in the environ"
+    missing = "no RAW_URI or REQUEST_URI string in the environ"
     read = staticmethod(_read)
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         app = self.app  # an attribute load: quicker than calling self.app in 3.11
-        raw: Any = environ.get("RAW_URI")  # a str (PEP 3333), but a server may differ
+        raw: object = environ.get("RAW_URI")  # a str (PEP 3333), but a server may differ
         if raw is None:
             raw = environ.get("REQUEST_URI")
-        try:  # an ASCII str, the common case: UTF-8 is the same bytes, without a codec lookup
-            target: bytes | None = raw.encode() if raw.isascii() else _raw_bytes(raw, environ)
-        except AttributeError:  # None, or bytes
+        if type(raw) is str and raw.isascii():  # the common case: UTF-8 is the same bytes,
+            target: bytes | None = raw.encode()  # and no codec is looked up by name
+        else:
             target = _raw_bytes(raw, environ)
         script = environ.get("SCRIPT_NAME")
-        decision = self._decider.decide(target, None, _latin1(script) if script else None, environ)
+        decision = self._guard.decide(target, None, _latin1(script) if script else None, environ)
         if decision is not None:  # None, the common case: the target is stored, go on
             if isinstance(decision, Answer):
                 start_response(decision.status_line, list(decision.headers))
@@ -113,11 +116,12 @@ class StrictURLMiddleware(GuardedMiddleware[WSGIApplication, WSGIEnvironment]):
 
 
 def _raw_bytes(raw: object, environ: WSGIEnvironment) -> bytes | None:
-    """The raw target bytes from a non-ASCII ``RAW_URI``/``REQUEST_URI``."""
-    if raw is None or isinstance(raw, bytes):
-        return raw
+    """The raw target bytes from a non-ASCII ``RAW_URI``/``REQUEST_URI``;
+    ``None`` when it is not a ``str``."""
     if not isinstance(raw, str):
-        raw = str(raw)
+        # PEP 3333: a native string. Bytes, a number, ... from a server that
+        # breaks it show nothing certain of what was sent: as if there were none.
+        return None
     try:
         data = raw.encode("latin-1")  # PEP 3333: one character per byte
     except UnicodeEncodeError:
