@@ -1,5 +1,5 @@
-"""``python -m bench``: run the benchmark suite (see ``bench/run.py``)."""
+"""``python -m bench``: see bench/run.py."""
 
-from bench.run import main
+from .run import main
 
 raise SystemExit(main())

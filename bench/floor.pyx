@@ -10,12 +10,10 @@ the query), and CPython's UTF-8 decoder run on any piece holding a byte
 attributes to read: the pieces are returned as they are made.
 
 It is what these objects cost by themselves, made from the raw bytes with
-a quick look at each piece. A parser comes under it only by doing less per
-piece (urlguard's first scan notes where the pieces are and which hold an
-escape, and it keeps query names from one target to the next), so the
-micro benchmark times it beside urlguard: the distance between the two is
-about what the checks and the Target cost. Built by bench/floor.py; not
-part of urlguard.
+one look at each piece. The micro part times it beside urlguard's parsers:
+the distance between the two is what the checks and the Target cost. Built
+by bench/floor.py, which checks that it makes what urlguard makes; not part
+of urlguard.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE

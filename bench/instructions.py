@@ -1,30 +1,20 @@
-"""Instruction counts under callgrind: a noise-free proxy for the micro and
-in-process ratios, for a machine too busy for wall-clock timing.
+"""Instructions part: the micro and in-process ratios in instructions
+(callgrind's Ir), which do not move with whatever else the machine does.
 
-One worker process per parser (micro) or per framework (in-process) runs
-under ``valgrind --tool=callgrind --dump-before=time_sleep``: after set-up
-and a warm-up, it calls ``time.sleep(0)`` before each measured phase, so
-callgrind writes one dump per phase and each dump holds exactly the
-instructions (Ir) of that phase: no start-up, no import, no warm-up. The
-collector is off in the worker and ``PYTHONHASHSEED=0``, so a phase
-costs the same on every run, whatever else the machine is doing.
-
-Instructions are not time (the cost of one instruction against another, and
-of cache misses and mispredicted branches, are not in them), so this part
-prints no verdict of its own; it shows what the code asks of the CPU. For
-the in-process requests callgrind also simulates the caches and the branch
-predictor (``--cache-sim=yes --branch-sim=yes``): inside a framework's
-request the guard's code and data are cold, and its misses, which a micro
-loop never shows, are a large part of what it costs in time there. They are
-summed into KCachegrind's cycle estimate, CEst = Ir + 10 × L1 misses + 100 ×
-last-level misses + 10 × mispredicted branches: a model, not a measurement.
-valgrind is Debian's package (``apt-get install -y valgrind``); without it
-this part says so and is skipped.
+A worker runs under ``valgrind --tool=callgrind --dump-before=time_sleep``:
+after set-up and a warm-up it calls ``time.sleep(0)`` before each phase, so
+each dump holds one phase's instructions and nothing else. The collector is
+off and ``PYTHONHASHSEED=0``: a phase counts the same on every run. Mode
+``full`` measures what the timed parts measure; ``revision`` (for bench.ab)
+what every revision answers: naive against its parser, bare against its
+guard. Without valgrind this part says so and is skipped.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
+import json
 import os
 import re
 import shutil
@@ -32,218 +22,107 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
-from .stats import table
+from .summary import Results
+from .timing import markdown
 
 ROOT = Path(__file__).resolve().parent.parent
-VALGRIND_MISSING = (
-    "Instructions: skipped: valgrind is not installed. Install it with "
-    "`apt-get install -y valgrind`, then run `python -m bench --part instructions`."
-)
-SUBSETS = ("mixed", "plain", "encoded", "malformed")
-REQUESTS = 200
-_EVENTS = re.compile(r"^events: (.+)$", re.MULTILINE)
-_TOTALS = re.compile(r"^totals: (.+)$", re.MULTILINE)
-# KCachegrind's cycle estimate (no L2 and no global bus events here).
-_L1_MISSES = ("I1mr", "D1mr", "D1mw")
-_LL_MISSES = ("ILmr", "DLmr", "DLmw")
-_MISPREDICTS = ("Bcm", "Bim")
+VALGRIND_MISSING = "Instructions: skipped: valgrind is not installed (apt-get install -y valgrind)."
+_TOTALS = re.compile(r"^totals: ([0-9]+)", re.MULTILINE)
 
 
-def cycle_estimate(events: dict[str, int]) -> int:
-    """Ir + 10 × L1 misses + 100 × last-level misses + 10 × mispredicted branches."""
-    return (
-        events["Ir"]
-        + 10 * sum(events[name] for name in _L1_MISSES)
-        + 100 * sum(events[name] for name in _LL_MISSES)
-        + 10 * sum(events[name] for name in _MISPREDICTS)
-    )
+def _worker(mode: str, phases_file: str, requests: int, floor_path: str) -> None:
+    """Set up, warm up, write each phase's label and size, then run them."""
+    gc.disable()
+    import urlguard
 
+    from .corpus import build
+    from .inprocess import TARGETS, InProcess
+    from .micro import contenders, naive, pass_time, subsets
+    from .parsers import available, reader
 
-def _phase() -> None:
-    """Mark the start of a measured phase: callgrind dumps before each call.
-    (No gc.collect() here: it would be counted in the phase before.)"""
+    if mode == "full":
+        parsers = contenders(Path(floor_path) if floor_path else None)
+        bench = InProcess(dict(available()))
+    else:  # a revision: only what every revision's package answers
+        parsers = {"naive": naive, "urlguard": reader(urlguard)}
+        bench = InProcess({"urlguard": None}, noop=False)
+    runs: list[tuple[str, int, Callable[[], int]]] = [
+        (f"micro {subset} {name}", len(targets), functools.partial(pass_time, parse, targets))
+        for subset, targets in subsets(build()).items()
+        for name, parse in parsers.items()
+    ]
+    runs += [
+        (f"{f.name} {tname} {layer}", requests, functools.partial(f.batch, layer, target, requests))
+        for f in bench.frameworks
+        for tname, target in TARGETS.items()
+        for layer in f.layers
+    ]
+    for _, _, run in runs:
+        run()  # warm-up
+    Path(phases_file).write_text(json.dumps([[label, units] for label, units, _ in runs]))
+    for _, _, run in runs:
+        time.sleep(0)  # callgrind dumps here: the phase before ends
+        run()
     time.sleep(0)
 
 
-def _worker(args: Sequence[str]) -> None:
-    """Set up and warm up, then run one phase per measurement (under callgrind).
-    The collector stays off throughout, so no phase pays for a collection."""
-    gc.disable()
-    kind = args[0]
-    if kind == "micro":
-        from .corpus import build
-        from .micro import parser
-
-        name, passes = args[1], int(args[2])
-        subsets = args[3:]
-        corpus = build()
-        chosen = {
-            "mixed": corpus.targets,
-            "plain": corpus.subset("plain"),
-            "encoded": corpus.subset("encoded"),
-            "malformed": corpus.subset("malformed"),
-        }
-        parse = parser(name)
-
-        def parse_all(targets: Sequence[bytes], times: int) -> None:
-            for _ in range(times):
-                for raw in targets:
-                    try:  # noqa: SIM105 (the same loop as the timed part)
-                        parse(raw)
-                    except ValueError:
-                        pass
-
-        parse_all(corpus.targets, 1)  # warm-up
-        for subset in subsets:
-            _phase()
-            parse_all(chosen[subset], passes)
-    elif kind == "inprocess":
-        import asyncio
-
-        from .inprocess import LAYERS, TARGETS, Bench
-
-        framework, requests = args[1], int(args[2])
-        targets = args[3:]
-        loop = asyncio.new_event_loop()
-        bench = Bench(framework, loop)
-        for layer in LAYERS:
-            for target in TARGETS.values():
-                bench.batch(layer, target, 50)  # warm-up
-        for tname in targets:
-            for layer in LAYERS:
-                _phase()
-                bench.batch(layer, TARGETS[tname], requests)
-        loop.close()
-    elif kind == "adapters":
-        from .adapters import worker
-
-        worker(args[1:], _phase)
-    else:
-        raise SystemExit(f"unknown worker kind {kind!r}")
-    _phase()  # closes the last measured phase
-
-
-def phases(args: Sequence[str], expected: int, simulate: bool = False) -> list[dict[str, int]]:
-    """Run a worker under callgrind; the events of each measured phase, in
-    order: ``Ir``, and with ``simulate`` the cache and branch events too."""
-    with tempfile.TemporaryDirectory(prefix="urlguard-callgrind-") as tmp:
-        out_file = Path(tmp, "callgrind.out")
-        simulation = ["--cache-sim=yes", "--branch-sim=yes"] if simulate else []
+def count(mode: str, requests: int, pythonpath: str = "", floor_path: str = "") -> dict[str, float]:
+    """Run a worker under callgrind: label -> instructions per target or
+    request of that phase. ``pythonpath`` comes first on the worker's path (a
+    revision's src, for bench.ab)."""
+    with tempfile.TemporaryDirectory(prefix="urlguard-callgrind-") as folder:
+        phases_file = Path(folder, "phases.json")
         argv = [
-            "valgrind", "--tool=callgrind", "--dump-before=time_sleep", *simulation,
-            "--dump-instr=no", "--dump-line=no", f"--callgrind-out-file={out_file}",
-            sys.executable, "-m", "bench.instructions", "worker", *args,
+            "valgrind", "--tool=callgrind", "--dump-before=time_sleep",
+            f"--callgrind-out-file={folder}/callgrind.out", sys.executable, "-m",
+            "bench.instructions", mode, str(phases_file), str(requests), floor_path,
         ]  # fmt: skip
-        env = dict(os.environ, PYTHONHASHSEED="0")
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        path = os.pathsep.join(filter(None, [pythonpath, str(ROOT), os.environ.get("PYTHONPATH")]))
+        env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=path)
         done = subprocess.run(
             argv, capture_output=True, text=True, timeout=1800, check=False, cwd=ROOT, env=env
         )
         if done.returncode != 0:
-            raise RuntimeError(f"callgrind run {list(args)} failed: {done.stderr[-800:]}")
-        # Dump k (k = 1, 2, ...) holds what ran before the k-th time.sleep: dump 1
-        # is start-up and warm-up, dumps 2..expected+1 the phases.
-        dumps = sorted(
-            (int(p.name.rsplit(".", 1)[1]), p) for p in Path(tmp).glob("callgrind.out.*")
-        )
-        counts = []
-        for _, path in dumps[1 : expected + 1]:
-            text = path.read_text(errors="replace")
-            names, totals = _EVENTS.search(text), _TOTALS.search(text)
-            if names is None or totals is None:
-                raise RuntimeError(f"no events or totals in {path.name}")
-            values = [int(value) for value in totals.group(1).split()]
-            counts.append(dict(zip(names.group(1).split(), values, strict=True)))
-    if len(counts) != expected:
-        raise RuntimeError(
-            f"callgrind wrote {len(dumps)} dumps for {list(args)}, expected {expected + 1}: "
-            "does this Python build keep the time_sleep symbol?"
-        )
-    return counts
+            raise RuntimeError(f"callgrind failed: {done.stderr[-800:]}")
+        phases = json.loads(phases_file.read_text())
+        # Dump k holds what ran before the k-th time.sleep: dump 1 is the set-up.
+        dumps = sorted(Path(folder).glob("callgrind.out.*"), key=lambda p: int(p.suffix[1:]))
+        totals = [int(_TOTALS.findall(p.read_text(errors="replace"))[0]) for p in dumps[1:]]
+    if len(totals) != len(phases):
+        raise RuntimeError(f"{len(totals)} dumps for {len(phases)} phases: no time_sleep symbol?")
+    return {label: total / units for (label, units), total in zip(phases, totals, strict=True)}
 
 
-def run(quick: bool, out: Callable[[str], None] = print) -> None:
-    """Print Ir per target (micro), and per request (in-process) with the
-    simulated misses, mispredicts and cycle estimate."""
+def run(quick: bool, results: Results, out: Callable[[str], None] = print) -> None:
+    """Count every phase once; print Ir per target or request and the ratios."""
     if shutil.which("valgrind") is None:
         out(VALGRIND_MISSING)
         return
-    from .corpus import build
-    from .inprocess import LAYERS, TARGETS
-    from .micro import NAMES, contenders
+    from . import floor
+    from .micro import SUMMARY_ROWS
 
-    corpus = build()
-    sizes = {"mixed": len(corpus.targets), "plain": corpus.count("plain")}
-    sizes["encoded"] = corpus.count("encoded")
-    sizes["malformed"] = corpus.count("malformed")
-    missing: list[str] = []
-    if quick:
-        names = ["naive", "urlguard"]
-    else:
-        found, missing = contenders()  # the micro part's, with its notes on what is missing
-        names = [name for name in NAMES if name in found]
-    subsets = ("plain",) if quick else SUBSETS
-    passes = 1 if quick else 2
-    per_target: dict[tuple[str, str], float] = {}
-    for name in names:
-        print(f"  instructions: {name}  ", file=sys.stderr, end="\r", flush=True)
-        counts = phases(["micro", name, str(passes), *subsets], len(subsets))
-        for subset, count in zip(subsets, counts, strict=True):
-            per_target[name, subset] = count["Ir"] / (passes * sizes[subset])
-    rows = [
-        [subset, name, f"{per_target[name, subset]:,.0f}",
-         f"{per_target[name, subset] / per_target['naive', subset]:.3f}"]
-        for subset in subsets
-        for name in names
-    ]  # fmt: skip
-    out(f"Instructions (callgrind Ir) per target, {passes} pass(es) after a warm-up pass")
-    out(table(["subset", "parser", "Ir", "×naive"], rows))
-    for note in missing:
-        out(note)
-    out("")
-
-    requests = 20 if quick else REQUESTS
-    frameworks = ("starlette",) if quick else ("starlette", "flask")
-    targets = ("plain",) if quick else tuple(TARGETS)
+    print("  instructions: under callgrind", file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory(prefix="urlguard-floor-") as folder:
+        floor_path = str(floor.try_build(Path(folder), out) or "")
+        counts = count("full", 20 if quick else 200, floor_path=floor_path)
     rows = []
-    for framework in frameworks:
-        print(f"  instructions: {framework}  ", file=sys.stderr, end="\r", flush=True)
-        expected = len(LAYERS) * len(targets)
-        counts = phases(["inprocess", framework, str(requests), *targets], expected, simulate=True)
-        for i, tname in enumerate(targets):
-            per_layer = dict(
-                zip(LAYERS, counts[len(LAYERS) * i : len(LAYERS) * (i + 1)], strict=True)
-            )
-            bare = per_layer["bare"]
-            for layer in LAYERS:
-                events = per_layer[layer]
-                ir, cest = events["Ir"] / requests, cycle_estimate(events) / requests
-                l1 = sum(events[name] - bare[name] for name in _L1_MISSES) / requests
-                branches = sum(events[name] - bare[name] for name in _MISPREDICTS) / requests
-                rows.append([
-                    framework, tname, layer, f"{ir:,.0f}", f"{ir / bare['Ir'] * requests:.3f}",
-                    f"{l1:+,.0f}", f"{branches:+,.0f}", f"{cest:,.0f}",
-                    f"{cest / cycle_estimate(bare) * requests:.3f}",
-                ])  # fmt: skip
-    print(file=sys.stderr)
-    out(
-        f"Instructions (callgrind Ir) per in-process request, {requests} requests after a "
-        "warm-up, with simulated L1 misses and mispredicted branches (against bare) and "
-        "CEst = Ir + 10 × L1 misses + 100 × last-level misses + 10 × mispredicts"
-    )
-    out(
-        table(
-            ["app", "target", "layer", "Ir", "×bare", "L1 miss", "mispredict", "CEst", "×bare"],
-            rows,
-        )
-    )
+    for label, ir in counts.items():
+        kind, tname, layer = label.split(" ", 2)
+        base = counts[f"{kind} {tname} {'naive' if kind == 'micro' else 'bare'}"]
+        rows.append([label, f"{ir:,.0f}", f"{ir / base:.3f}"])
+        if layer.startswith("guarded-"):
+            results[f"{kind} {tname}", layer.removeprefix("guarded-") + " Ir"] = ir / base
+    for row, (subset, denominator) in SUMMARY_ROWS.items():
+        for name in ("compiled", "reference"):
+            top, bottom = (counts.get(f"micro {subset} {c}") for c in (name, denominator))
+            if top and bottom:
+                results[row, f"{name} Ir"] = top / bottom
+    out("Instructions (callgrind Ir) per target or request, and the ratio to naive or bare")
+    out(markdown(["phase", "Ir", "× naive or bare"], rows))
 
 
-if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "worker":
-        _worker(sys.argv[2:])
-    else:
-        run(quick="--quick" in sys.argv)
+if __name__ == "__main__":  # the worker: MODE PHASES_FILE REQUESTS FLOOR_PATH
+    _worker(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4])

@@ -1,27 +1,5 @@
-"""Hello-world apps for the benchmarks, each bare, behind a no-op layer, behind
-a layer that stores an answer without judging, and guarded.
-
-``starlette_hello`` (ASGI) and ``flask_hello`` (WSGI) expose ``bare``,
-``noop``, ``stored`` and ``guarded`` module attributes, so a server can load
-any variant (``uvicorn bench.apps.starlette_hello:guarded``). The handlers
-are identical in every variant: the difference measured is the layer in front.
-
-``stored`` reads the raw target as the guard does and stores the ``Target``
-parsed the first time that target was seen (one dict lookup): what a guard
-costs before it judges anything, whatever its parser. The guard's cost above
-``stored`` is its parsing and checking.
+"""Hello-world apps for the benchmarks: ``starlette_hello`` and ``flask_hello``
+each expose ``bare``, ``noop`` and ``guarded`` (on the parser chosen at
+import), and ``make_app(layer, parser)`` for a guard on a given parser.
+The handlers are the same in every variant: what differs is the layer.
 """
-
-from __future__ import annotations
-
-from urlguard import InvalidTarget, Target, parse_target
-
-
-def first_sight(raw: bytes | str) -> Target | None:
-    """What the ``stored`` layers keep for a target they see the first time:
-    its ``Target``, or ``None`` for one the guard would reject (not judged:
-    that request goes on, as through ``noop``)."""
-    try:
-        return parse_target(raw)
-    except InvalidTarget:
-        return None

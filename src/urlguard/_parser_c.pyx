@@ -567,6 +567,8 @@ cdef object _segment(Walk* w, _Rules r, Span* span, Py_ssize_t index, bint last,
             j = e + 1
         if params is not None:
             params.append(tuple(pairs))
+    if w.build:
+        return name  # the rules below held when the target was checked
     # The parts of the name that a kept separator (%2F, %5C, or a raw '\\'
     # the policy admits) separates: each is a segment to whatever splits the
     # name again (a file system, a proxy, a servlet container).

@@ -126,16 +126,16 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
     read = staticmethod(_read)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        app = self.app  # an attribute load: quicker than calling self.app in 3.11
+        app = self.app  # or what on_reject returns, below
         kind = scope["type"]
         if kind == "http" or kind == "websocket":
-            try:  # subscripts cost less than .get(), on the path every request takes
+            try:
                 raw, query, root = scope["raw_path"], scope["query_string"], scope["root_path"]
             except KeyError:  # all three are optional in the ASGI spec
                 raw, query = scope.get("raw_path"), scope.get("query_string") or b""
                 root = scope.get("root_path")
             mount = None
-            if root:  # ASCII as a rule: encoded without looking the codec up by name
+            if root:  # a str (ASGI); ASCII as a rule
                 mount = root.encode() if root.isascii() else root.encode("utf-8", "surrogatepass")
             if type(raw) is bytes and raw[:1] == b"/":  # origin-form: nearly every request
                 decision = self._guard.decide(raw, query, mount, scope)

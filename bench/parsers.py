@@ -1,0 +1,42 @@
+"""The parsers a run measures: ``compiled`` (``urlguard._parser_c``, where it
+was built) and ``reference`` (``urlguard._parser_py``), imported once and
+handed to the middlewares with ``parser=``; no module global is rebound.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Callable
+from types import ModuleType
+
+import urlguard
+
+#: A contender of the micro part: raw target in, its pieces out.
+Parse = Callable[[bytes], object]
+
+
+def available() -> dict[str, ModuleType]:
+    """``compiled`` (when it is built) and ``reference``, in that order."""
+    found: dict[str, ModuleType] = {}
+    with contextlib.suppress(ImportError):  # not built here
+        found["compiled"] = importlib.import_module("urlguard._parser_c")
+    found["reference"] = importlib.import_module("urlguard._parser_py")
+    return found
+
+
+def chosen() -> str:
+    """The name of the parser a guard uses when it is given none."""
+    return "compiled" if urlguard.IMPLEMENTATION == "compiled" else "reference"
+
+
+def reader(module: ModuleType) -> Parse:
+    """Parse with ``module`` and read the segments and the query, as an
+    application does (a parser may make them only when they are read)."""
+    parse_target = module.parse_target
+
+    def parse_and_read(raw: bytes) -> object:
+        target = parse_target(raw)
+        return target.segments, target.query
+
+    return parse_and_read

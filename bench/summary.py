@@ -1,0 +1,84 @@
+"""The one table of docs/speed.md: each goal, and what a run measured for it.
+
+Parts fill :data:`Results` by row and column (``compiled`` or ``reference``:
+a time; with `` Ir``: an instruction ratio). A cell no part filled reads
+"not measured": a partial run shows no figure it did not see.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .parsers import chosen
+from .timing import Spread, markdown
+
+Results = dict[tuple[str, str], Spread | float]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measure: its key in :data:`Results`, its wording, and its goal if any."""
+
+    key: str
+    measure: str
+    limit: float | None = None
+    at_most: bool = True
+
+    def goal(self) -> str:
+        return "" if self.limit is None else f"{'≤' if self.at_most else '≥'} {self.limit:.2f}"
+
+    def verdict(self, value: float) -> str:
+        if self.limit is None:
+            return ""
+        value = round(value, 3)  # as printed: a reader checks the figure shown
+        met = value <= self.limit if self.at_most else value >= self.limit
+        return "met" if met else "not met"
+
+
+ROWS = (
+    Row("micro plain", "micro, plain: parser / floor", 1.20),
+    Row("micro mixed", "micro, mixed: parser / floor", 1.20),
+    Row("micro encoded", "micro, encoded: parser / floor", 1.20),
+    Row("micro malformed", "micro, malformed: parser / naive", 0.30),
+    Row("micro mixed naive", "micro, mixed: parser / naive"),
+    Row("starlette plain", "in process, Starlette, plain: guarded / bare", 1.08),
+    Row("starlette encoded", "in process, Starlette, encoded: guarded / bare", 1.08),
+    Row("flask plain", "in process, Flask, plain: guarded / bare", 1.03),
+    Row("flask encoded", "in process, Flask, encoded: guarded / bare", 1.03),
+    Row("uvicorn plain", "end to end, uvicorn, plain: guarded / bare req/s", 0.97, False),
+    Row("uvicorn encoded", "end to end, uvicorn, encoded: guarded / bare req/s", 0.97, False),
+    Row("audit typical", "`urlguard audit --json`, typical log: lines/s"),
+    Row("audit distinct", "`urlguard audit --json`, all lines distinct: lines/s"),
+)
+COLUMNS = ("compiled", "compiled Ir", "reference", "reference Ir")
+NOT_MEASURED = "not measured"
+LEGEND = (
+    "Time: median of the per-round ratios (interquartile range); end to end and "
+    "audit: median over runs (min–max). Ir: the same ratio in instructions "
+    "(callgrind), one run. End to end runs the parser a guard uses by default. The "
+    "verdict is on the compiled parser's time."
+)
+
+
+def _cell(value: Spread | float | None) -> str:
+    if isinstance(value, Spread):
+        return value.text()
+    return NOT_MEASURED if value is None else f"{value:.3f}"
+
+
+def table(results: Results) -> str:
+    """The Markdown table of every row, measured or not, and its legend."""
+    rows = []
+    for row in ROWS:
+        cells = [_cell(results.get((row.key, column))) for column in COLUMNS]
+        # Not counted in instructions: end to end and audit; end to end runs one guard.
+        if row.key.startswith(("uvicorn", "audit")):
+            cells[1] = cells[3] = ""
+        if row.key.startswith("uvicorn"):
+            cells[2 if chosen() == "compiled" else 0] = ""
+        compiled = results.get((row.key, "compiled"))
+        verdict = row.verdict(compiled.median) if isinstance(compiled, Spread) else ""
+        rows.append([row.measure, row.goal(), *cells, verdict])
+    headers = ["measure", "goal", "compiled: time", "compiled: Ir", "reference: time"]
+    headers += ["reference: Ir", "verdict"]
+    return markdown(headers, rows) + "\n\n" + LEGEND
