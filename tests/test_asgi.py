@@ -449,6 +449,8 @@ WRONG_TYPE = [
     P(["/a"], "/a", "", "refuse", 501, id="list"),
     P(None, "/mnt/a", "/mnt", "refuse", 501, id="None: no raw_path (as before)"),
     P(bytearray(b"/mnt/a"), "/mnt/a", "/mnt", "refuse", ("a",), id="bytearray: bytes (as before)"),
+    P(b"/mnt/a", "/mnt/a", b"/mnt", "refuse", 501, id="a root_path of bytes"),
+    P(b"/a", "/a", 7, "refuse", 501, id="a root_path of another type"),
 ]  # fmt: skip
 
 
@@ -457,13 +459,14 @@ def test_raw_path_of_another_type_is_no_raw_path(
     parser: Parser,
     raw: object,
     path: str,
-    root: str,
+    root: object,
     missing: str,
     expected: int | tuple[str, ...],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     app, inner = guarded(parser, missing_raw_target=missing)
-    scope = server_scope("hypercorn", b"/", root_path=root)
+    scope = server_scope("hypercorn", b"/")
+    scope["root_path"] = root  # hypercorn leaves raw_path as sent
     scope["raw_path"], scope["path"] = raw, path
     with caplog.at_level(logging.ERROR, logger="urlguard"):
         status, headers, body = response(call(app, scope))

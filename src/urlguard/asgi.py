@@ -135,8 +135,11 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
                 raw, query = scope.get("raw_path"), scope.get("query_string") or b""
                 root = scope.get("root_path")
             mount = None
-            if root:  # a str (ASGI); ASCII as a rule
-                mount = root.encode() if root.isascii() else root.encode("utf-8", "surrogatepass")
+            if root:
+                if type(root) is str:
+                    mount = root.encode("utf-8", "surrogatepass")
+                else:  # a server that breaks the ASGI spec: judge nothing it hands over
+                    raw = None
             if type(raw) is bytes and raw[:1] == b"/":  # origin-form: nearly every request
                 decision = self._guard.decide(raw, query, mount, scope)
             else:
