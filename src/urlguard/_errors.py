@@ -60,7 +60,7 @@ REASONS: Final[dict[Rule, str]] = {
     "too-many": "the request target has too many path segments or query parameters",
     "fragment": "the request target contains '#': fragments are never sent (RFC 9110 section 7.1)",
     "bad-form": "the request target is neither origin-form nor http(s) absolute-form "
-    "(RFC 9112 section 3.2)",
+    "(RFC 9112 section 3.2; over HTTP/2 and HTTP/3 only origin-form, RFC 9113 section 8.3.1)",
     "raw-char": "a character that must be percent-encoded appears raw (RFC 3986 section 2)",
     "malformed-escape": "'%' is not followed by two hexadecimal digits (RFC 3986 section 2.1)",
     "invalid-utf8": "percent-decoded bytes are not valid UTF-8 (RFC 3629)",
