@@ -444,6 +444,11 @@ def test_targets_of_both_parsers_are_one_kind(compiled: ModuleType, reference: M
         assert duplicate == made
     with pytest.raises(AttributeError):
         made.segments = ()  # type: ignore[misc]
+    # One made from Python, not by the parser, has nothing to read: an
+    # error, never a crash.
+    empty = type(made).__new__(type(made))
+    with pytest.raises(TypeError, match="not made by"):
+        empty.segments  # noqa: B018
 
 
 def test_rejections_are_invalid_targets(compiled: ModuleType, reference: ModuleType) -> None:

@@ -15,10 +15,15 @@ order, in three steps:
    each query pair, whether it holds an escape, and where its first ``;``
    or ``=`` is. too-many reads the counts;
 3. segment by segment, then pair by pair, each piece is decoded into a
-   scratch buffer (``_text``), checked (malformed-escape, encoded-slash,
-   encoded-backslash, invalid-utf8, forbidden-char, then the dot, empty and
-   double-encoding rules of a segment) and made into text with CPython's
-   own decoders; the ``Target`` is built from those texts.
+   scratch buffer (``_text``) and checked: malformed-escape, encoded-slash,
+   encoded-backslash, invalid-utf8, forbidden-char, then the dot, empty,
+   drive-letter and double-encoding rules of a segment. A piece of bytes
+   allowed raw, with no escape and no ';', needs only the dot rule.
+
+An accepted target (``_Target``) keeps the spans, and makes its texts from
+them when first read: the same walk over the same pieces, making the
+texts where the checks ran before. A request whose
+handler never reads the pieces pays for the checks alone.
 
 A violation is written into the ``Walk`` and the walk returns; the
 ``InvalidTarget`` is raised once, at the entry.
@@ -702,6 +707,8 @@ cdef class _Target:
         cdef Walk w
         cdef unsigned char scratch[STACK_SCRATCH]
         cdef Py_ssize_t k
+        if self.spans == NULL:  # made from Python (type(t).__new__), not by the parser
+            raise TypeError("this target was not made by urlguard's parser")
         w.s = <const unsigned char*>PyBytes_AS_STRING(self.raw)
         w.n = PyBytes_GET_SIZE(self.raw)
         w.rule = OK
