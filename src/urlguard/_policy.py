@@ -152,6 +152,12 @@ class Policy:
             # decoder downstream turns %3B into a parameter delimiter.
             path_allowed = _subtract(path_allowed, [(g.SEMICOLON, g.SEMICOLON)])
         query_allowed = _allowed_intervals(ranges, self.allow_chars + self.query_allow_chars)
+        for where, allowed in (("path segments", path_allowed), ("query text", query_allowed)):
+            if not allowed:
+                raise ValueError(
+                    f"Policy.allowed_ranges leaves no character allowed in {where} once the "
+                    "always-forbidden ones are taken out"
+                )
         set_(self, "_path_allowed", tuple(path_allowed))
         set_(self, "_query_allowed", tuple(query_allowed))
         set_(self, "_path_forbidden", _forbidden_pattern(path_allowed))
@@ -280,7 +286,7 @@ def _forbidden_pattern(allowed: list[tuple[int, int]]) -> re.Pattern[str]:
         parts.append(
             re.escape(chr(low)) if low == high else f"{re.escape(chr(low))}-{re.escape(chr(high))}"
         )
-    return re.compile(f"[^{''.join(parts)}]")
+    return re.compile(f"[^{''.join(parts)}]" if parts else "(?s).")  # nothing allowed: any
 
 
 #: The strict default, shared: a Policy is immutable.
