@@ -53,9 +53,12 @@ cdef extern from "Python.h":
     void PyUnicode_WRITE(int kind, void* data, Py_ssize_t index, Py_UCS4 value)
 
 from ._errors import InvalidTarget
-from ._parser_py import _absolute_form
-from ._policy import DEFAULT_POLICY, Policy
-from ._target import Target, describe, equal, first_value, raw_path_of, raw_query_of, rebuild
+from ._parser_py import _absolute_form, _policy_of
+from ._parser_py import _as_bytes as _reference_as_bytes
+from ._policy import DEFAULT_POLICY
+from ._target import (
+    Target, all_values, describe, equal, first_value, raw_path_of, raw_query_of, rebuild,
+)
 
 
 # --- rule codes and components, in the reference's spelling -----------------------
@@ -208,9 +211,7 @@ cdef _Rules _rules_for(object policy):
     """The policy's rules, derived on first use and kept on the policy itself."""
     if policy is None or policy is _DEFAULT_POLICY:
         return _DEFAULT_RULES
-    if not isinstance(policy, Policy):
-        kind = type(policy).__name__
-        raise TypeError(f"parse_target(): policy must be a urlguard.Policy or None, not {kind}")
+    policy = _policy_of(policy)  # the reference's TypeError for anything but a Policy
     rules = policy._compiled
     if rules is None:
         rules = _derive(policy)
@@ -686,7 +687,7 @@ cdef class _Target:
         return first_value(self.query, name, default)
 
     def get_all(self, name):
-        return [value for key, value in self.query if key == name]
+        return all_values(self.query, name)
 
     def __eq__(self, other):
         return equal(self, other)
@@ -866,14 +867,11 @@ cdef object _parse(bytes raw, _Rules r):
 # --- the entries ------------------------------------------------------------------------
 
 cdef bytes _as_bytes(object raw):
+    # Bytes, nearly always; the reference turns anything else into bytes or
+    # raises its TypeError.
     if type(raw) is bytes:
         return raw
-    if isinstance(raw, str):
-        # Lone surrogates pass through, to be rejected as raw bytes >= 0x80.
-        return raw.encode("utf-8", "surrogatepass")
-    if isinstance(raw, (bytes, bytearray, memoryview)):
-        return bytes(raw)
-    raise TypeError(f"parse_target() takes bytes or str, not {type(raw).__name__}")
+    return _reference_as_bytes(raw)
 
 
 def parse_target(raw, policy=None):

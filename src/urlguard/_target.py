@@ -99,7 +99,7 @@ class Target(metaclass=ABCMeta):  # noqa: B024
 
     def get_all(self, name: str) -> list[str]:
         """Every value of query parameter ``name``, in order."""
-        return [value for key, value in self.query if key == name]
+        return all_values(self.query, name)
 
     def __eq__(self, other: object) -> bool:
         same: bool = equal(self, other)  # or NotImplemented
@@ -166,6 +166,11 @@ def first_value(query: Pairs, name: str, default: str | None) -> str | None:
         if key == name:
             return value
     return default
+
+
+def all_values(query: Pairs, name: str) -> list[str]:
+    """Every value of ``name`` among ``query``'s pairs, in order."""
+    return [value for key, value in query if key == name]
 
 
 def raw_path_of(raw: bytes) -> bytes:
