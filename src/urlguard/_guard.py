@@ -53,6 +53,7 @@ from ._config import MODES, Config, Mode, check_prefix, load_config, route_polic
 from ._errors import InvalidTarget
 from ._policy import DEFAULT_POLICY, Policy
 from ._routes import Route, RouteTable, is_server_wide_options, unmount
+from ._segments import ROUTERS, SLASH, VIEW_KEY, SegmentRouter, view_of
 from ._target import Target
 
 __all__ = [
@@ -116,11 +117,13 @@ class Guard(Generic[C, A]):
     """
 
     __slots__ = (
+        "_kept",
         "_lock",
         "_parse",
         "_parse_split",
         "_read",
         "_violations",
+        "app",
         "log_level",
         "missing",
         "missing_raw_target",
@@ -134,7 +137,9 @@ class Guard(Generic[C, A]):
         "report",
         "routed",
         "routes",
+        "split",
         "table",
+        "view_mounted",
     )
 
     policy: Policy
@@ -183,6 +188,18 @@ class Guard(Generic[C, A]):
         self.table = RouteTable(self.policy, pairs, owner)
         self.routes = self.table.routes
         self.routed = bool(self.routes)  # a bool: the quickest test on every request
+        #: The guarded application, whose router is asked about segment
+        #: routes (``_segments``); set by the middleware.
+        self.app: object = None
+        #: Whether the routing view holds the mount point (ASGI ``path``
+        #: does; WSGI ``PATH_INFO`` is below ``SCRIPT_NAME``).
+        self.view_mounted = protocol == "ASGI"
+        # Under path_params="split", a segment is the text before its ';': a
+        # router that routes on segments must see it so (the routing view).
+        self.split = any(
+            p.path_params == "split" for p in (self.policy, *(r.policy for r in self.routes))
+        )
+        self._kept: dict[int, Policy] = {}  # id(policy) -> it with encoded_slash="keep"
 
         if mode is None:
             mode = default_mode
@@ -226,18 +243,26 @@ class Guard(Generic[C, A]):
         if mount is not None:
             if self.routed:
                 return self._decide_mounted(raw, query, mount, carrier)
-            raw = unmount(raw, mount)
+            below = unmount(raw, mount)
+            prefix = mount if below is not raw else b""
+            raw = below
+        else:
+            prefix = b""
+        policy = self.table.select(raw) if self.routed else self.policy
         try:
             if query is None:
-                carrier[TARGET_KEY] = self._parse(
-                    raw, self.table.select(raw) if self.routed else self.policy
-                )
+                carrier[TARGET_KEY] = target = self._parse(raw, policy)
             else:
-                carrier[TARGET_KEY] = self._parse_split(
-                    raw, query, self.table.select(raw) if self.routed else self.policy
-                )
+                carrier[TARGET_KEY] = target = self._parse_split(raw, query, policy)
         except InvalidTarget as exc:
+            if exc.rule == "encoded-slash" and ROUTERS:
+                broken = self._route_segments(exc, raw, query, (policy,), prefix, carrier)
+                if broken is None:
+                    return None
+                exc = broken
             return self.decide_invalid(exc, raw if not query else b"?".join((raw, query)), carrier)
+        if self.split and b";" in raw and ROUTERS:
+            self._store_view(target, prefix, carrier)
         return None
 
     def _decide_mounted(
@@ -246,16 +271,87 @@ class Guard(Generic[C, A]):
         """``decide`` with per-route policies below a mount point: the target
         must pass the policy of every route the application may route it to
         (:meth:`RouteTable.candidates`), in turn; the first one's target is stored."""
-        raw, policies = self.table.candidates(raw, mount)
+        unmounted, policies = self.table.candidates(raw, mount)
+        prefix = mount if unmounted is not raw else b""
+        raw = unmounted
         try:
             for policy in reversed(policies):  # the first one's target is the one stored
                 if query is None:
-                    carrier[TARGET_KEY] = self._parse(raw, policy)
+                    carrier[TARGET_KEY] = target = self._parse(raw, policy)
                 else:
-                    carrier[TARGET_KEY] = self._parse_split(raw, query, policy)
+                    carrier[TARGET_KEY] = target = self._parse_split(raw, query, policy)
         except InvalidTarget as exc:
+            if exc.rule == "encoded-slash" and ROUTERS:
+                broken = self._route_segments(exc, raw, query, policies, prefix, carrier)
+                if broken is None:
+                    return None
+                exc = broken
             return self.decide_invalid(exc, raw if not query else b"?".join((raw, query)), carrier)
+        if self.split and b";" in raw and ROUTERS:
+            self._store_view(target, prefix, carrier)
         return None
+
+    def _route_segments(
+        self,
+        exc: InvalidTarget,
+        raw: bytes,
+        query: bytes | None,
+        policies: tuple[Policy, ...],
+        prefix: bytes,
+        carrier: C,
+    ) -> InvalidTarget | None:
+        """A ``%2F`` (``exc``: ``encoded-slash``) that a ``segment`` route may
+        take: ``None`` when the application's router hands every kept ``/``
+        to a ``segment`` parameter (the target and its routing view stored),
+        else the violation to report. The target must pass every policy with
+        ``encoded_slash="keep"``, so a kept separator that breaks a rule
+        (``..%2Fx``, ``%2Fetc``) is reported by that rule, before any routing,
+        when the router declares ``segment`` parameters at all."""
+        found = self._router(carrier)
+        if found is None:
+            return exc
+        kind, router = found
+        target: Target | None = None
+        try:
+            for policy in reversed(policies):
+                if policy.allows_char(SLASH):
+                    return exc  # the view could not tell a kept '/' from a decoded U+0000
+                kept = self._kept.get(id(policy))
+                if kept is None:
+                    kept = self._kept[id(policy)] = policy.replace(encoded_slash="keep")
+                if query is None:
+                    target = self._parse(raw, kept)
+                else:
+                    target = self._parse_split(raw, query, kept)
+        except InvalidTarget as broken:
+            return broken if kind.declares(router) else exc
+        assert target is not None  # policies is never empty
+        view = self._view(target, prefix)
+        if not kind.claims(router, carrier, view):
+            return exc
+        carrier[TARGET_KEY] = target
+        carrier[VIEW_KEY] = view
+        return None
+
+    def _view(self, target: Target, prefix: bytes) -> str:
+        mount = prefix.decode("utf-8", "surrogatepass") if prefix and self.view_mounted else ""
+        return view_of(target.segments, mount.rstrip("/"))
+
+    def _router(self, carrier: C) -> tuple[SegmentRouter, object] | None:
+        """The application's router, with what asks it, when an integration knows it."""
+        for kind in ROUTERS:
+            router = kind.find(self.app, carrier)
+            if router is not None:
+                return kind, router
+        return None
+
+    def _store_view(self, target: Target, prefix: bytes, carrier: C) -> None:
+        """Under ``path_params="split"`` a segment is the text before its
+        ``;``: a router with ``segment`` parameters routes on the view, so
+        that a ``segment`` parameter never sees the ``;`` parameters."""
+        found = self._router(carrier)
+        if found is not None and found[0].declares(found[1]):
+            carrier[VIEW_KEY] = self._view(target, prefix)
 
     def decide_invalid(
         self, exc: InvalidTarget, target: bytes, carrier: C, request: Request | None = None
@@ -480,6 +576,7 @@ class GuardedMiddleware(Generic[A, C]):
             log_level=log_level,
             parser=parser,
         )
+        self._guard.app = app
 
     @property
     def mode(self) -> str:

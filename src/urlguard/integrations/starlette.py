@@ -12,17 +12,41 @@ async def echo(request):
 
 app = Starlette(routes=[Route("/echo/{rest:path}", echo)],
                 middleware=[Middleware(StrictURLMiddleware)])
+
+Importing this module registers the ``segment`` path convertor: a
+parameter that is exactly one segment of the guarded target, decoded, with
+a ``%2F`` in it kept as ``/``. The route declares it; nothing else is
+configured:
+
+    import urlguard.integrations.starlette  # registers {name:segment}
+
+    async def unit(request):
+        return JSONResponse({"unit": request.path_params["unit"]})
+
+    Route("/units/{unit:segment}", unit)   # /units/kg%2Fs -> "kg/s"
+                                           # /units/kg/s does not match it
+
+``request.url_for("unit", unit="kg/s")`` gives ``/units/kg%2Fs``.
 """
 
 from __future__ import annotations
 
-from starlette.requests import HTTPConnection
+from collections.abc import Iterable, MutableMapping
+from typing import Any
 
+import starlette.routing
+from starlette._utils import get_route_path as _starlette_route_path
+from starlette.convertors import Convertor, register_url_convertor
+from starlette.requests import HTTPConnection
+from starlette.routing import BaseRoute, Match, Route, WebSocketRoute
+
+from .. import _segments
+from .._encode import encode_path_segment
 from .._errors import InvalidTarget
 from .._target import Target
 from . import TargetUnavailable, target_from, violation_from
 
-__all__ = ["TargetUnavailable", "get_target", "get_violation"]
+__all__ = ["SegmentConvertor", "TargetUnavailable", "get_target", "get_violation"]
 
 
 def get_target(conn: HTTPConnection) -> Target:
@@ -34,3 +58,121 @@ def get_target(conn: HTTPConnection) -> Target:
 def get_violation(conn: HTTPConnection) -> InvalidTarget | None:
     """The rule this request broke, when report-only mode let it through."""
     return violation_from(conn.scope)
+
+
+class SegmentConvertor(Convertor[str]):
+    """``{name:segment}``: one segment of the guarded target, decoded.
+
+    Matches one segment of the path the router sees: with a ``%2F`` in the
+    target, the guard's routing view, where a kept ``/`` cannot end the
+    segment; else the server's decoded path, which is then the guarded
+    target's segments joined by ``/``.
+    """
+
+    regex = "[^/]+"
+
+    def convert(self, value: str) -> str:
+        return _segments.decode(value)
+
+    def to_string(self, value: str) -> str:
+        value = str(value)
+        if value in ("", ".", ".."):
+            # RFC 3986 §5.2.4: no escape of "." survives dot-segment removal.
+            raise ValueError(f"a segment parameter cannot be {value!r}")
+        return encode_path_segment(value)
+
+
+register_url_convertor("segment", SegmentConvertor())
+
+
+class _StarletteRouter:
+    """Starlette's and FastAPI's router, asked about segment routes by the guard."""
+
+    # The guard may sit inside the application (add_middleware: Starlette
+    # put itself at scope["app"]) or wrap it (then follow .app, as every
+    # Starlette middleware stores it, down to the application).
+    _DEPTH = 32
+
+    def find(self, app: object, carrier: MutableMapping[str, Any]) -> object | None:
+        for start in (carrier.get("app"), app):
+            node = start
+            for _ in range(self._DEPTH):
+                if node is None:
+                    break
+                router = getattr(node, "router", None)
+                if isinstance(router, starlette.routing.Router):
+                    _route_on_views()
+                    return router
+                if isinstance(node, starlette.routing.Router):
+                    _route_on_views()
+                    return node
+                node = getattr(node, "app", None)
+        return None
+
+    def declares(self, router: Any) -> bool:
+        return any(_declares(route) for route in router.routes)
+
+    def claims(self, router: Any, carrier: MutableMapping[str, Any], view: str) -> bool:
+        scope = dict(carrier)
+        scope[_segments.VIEW_KEY] = view
+        return _claims(router.routes, scope)
+
+
+def _declares(route: BaseRoute) -> bool:
+    convertors = getattr(route, "param_convertors", None) or {}
+    if any(isinstance(c, SegmentConvertor) for c in convertors.values()):
+        return True
+    return any(_declares(r) for r in getattr(route, "routes", None) or ())
+
+
+def _claims(routes: Iterable[BaseRoute], scope: dict[str, Any]) -> bool:
+    """Route ``scope`` as ``Router`` does (the first full match, else the
+    first partial one), down through mounts, and check what it produced."""
+    partial = None
+    for route in routes:
+        match, child = route.matches(scope)
+        if match is Match.FULL:
+            return _claimed(route, {**scope, **child})
+        if match is Match.PARTIAL and partial is None:
+            partial = route, child
+    if partial is not None:
+        return _claimed(partial[0], {**scope, **partial[1]})
+    return False  # no route: the %2F stays an encoded-slash
+
+
+def _claimed(route: BaseRoute, scope: dict[str, Any]) -> bool:
+    params = scope.get("path_params") or {}
+    if not _segments.claimed(params.values()):
+        return False
+    if _segments.SLASH in scope.get("root_path", ""):
+        return False  # a mount's own parameter took it: its root_path would hold it
+    if isinstance(route, Route | WebSocketRoute):
+        return True
+    routes = getattr(route, "routes", None)
+    if routes:
+        return _claims(routes, scope)
+    # A mounted application that is no Starlette router sees the server's path.
+    return _segments.SLASH not in _route_path(scope)
+
+
+def _route_path(scope: MutableMapping[str, Any]) -> str:
+    """Starlette's ``get_route_path``, on the guard's routing view when there is one."""
+    view = scope.get(_segments.VIEW_KEY)
+    if view is None:
+        return _starlette_route_path(scope)
+    return _starlette_route_path({"path": view, "root_path": scope.get("root_path", "")})
+
+
+def _route_on_views() -> None:
+    """Make Starlette's routes match on the routing view where a scope holds one.
+
+    Every Starlette route reads the path through ``starlette.routing.get_route_path``;
+    this is the one place to hand it the view (the server's ``path`` is
+    never changed). Done when the guard first finds a Starlette router, so
+    that a process that never does routes exactly as before.
+    """
+    if getattr(starlette.routing, "get_route_path", None) is not _route_path:
+        setattr(starlette.routing, "get_route_path", _route_path)  # noqa: B010
+
+
+_segments.register(_StarletteRouter())
