@@ -11,6 +11,11 @@
     async def echo(target: GuardedTarget) -> dict[str, list[str]]:
         return {"segments": list(target.segments)}
 
+Importing this module registers ``{name:segment}``, a path parameter that
+is one segment of the guarded target, decoded (``/units/kg%2Fs`` gives
+``"kg/s"``); see ``urlguard.integrations.starlette``. It is a ``str``
+parameter: ``Path(...)`` validators and the OpenAPI schema apply.
+
 ``GuardedTarget`` raises :class:`~urlguard.integrations.TargetUnavailable`
 (a 500: the application is misconfigured) when the middleware is missing.
 In report-only mode, use ``OptionalTarget`` and ``Violation``: a request
@@ -27,6 +32,7 @@ from starlette.requests import HTTPConnection
 from .._errors import InvalidTarget
 from .._target import Target
 from . import TargetUnavailable, optional_target_from, target_from, violation_from
+from . import starlette as _starlette  # noqa: F401  # registers the {name:segment} convertor
 
 __all__ = [
     "GuardedTarget",

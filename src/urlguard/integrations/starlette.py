@@ -31,6 +31,7 @@ configured:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, MutableMapping
 from typing import Any
 
@@ -38,7 +39,7 @@ import starlette.routing
 from starlette._utils import get_route_path as _starlette_route_path
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import HTTPConnection
-from starlette.routing import BaseRoute, Match, Route, WebSocketRoute
+from starlette.routing import Match, Route, WebSocketRoute
 
 from .. import _segments
 from .._encode import encode_path_segment
@@ -115,44 +116,67 @@ class _StarletteRouter:
     def claims(self, router: Any, carrier: MutableMapping[str, Any], view: str) -> bool:
         scope = dict(carrier)
         scope[_segments.VIEW_KEY] = view
-        return _claims(router.routes, scope)
+        return _claims(router.routes, scope, {}, view.count(_segments.SLASH))
 
 
-def _declares(route: BaseRoute) -> bool:
+def _declares(route: Any) -> bool:
     convertors = getattr(route, "param_convertors", None) or {}
     if any(isinstance(c, SegmentConvertor) for c in convertors.values()):
         return True
-    return any(_declares(r) for r in getattr(route, "routes", None) or ())
+    inner = getattr(route, "routes", None) or ()
+    if not inner and callable(getattr(route, "effective_candidates", None)):
+        inner = route.effective_candidates()  # a FastAPI included router
+    return any(_declares(r) for r in inner)
 
 
-def _claims(routes: Iterable[BaseRoute], scope: dict[str, Any]) -> bool:
-    """Route ``scope`` as ``Router`` does (the first full match, else the
-    first partial one), down through mounts, and check what it produced."""
+def _claims(routes: Iterable[Any], scope: dict[str, Any], kinds: dict[str, Any], kept: int) -> bool:
+    """Route ``scope`` as the router does (the first full match, else the
+    first partial one), down through mounts and included routers, and check
+    what it produced: every kept ``/`` went to a ``segment`` parameter.
+
+    ``kinds`` maps each parameter name met on the way to its convertor;
+    ``kept`` is the number of kept ``/`` in the view. Counting them in the
+    ``segment`` parameters' values, not only looking for :data:`SLASH`
+    elsewhere, makes this fail closed if some route read the server's path
+    instead of the view (a ``segment`` value then holds no ``/`` at all).
+    """
     partial = None
     for route in routes:
         match, child = route.matches(scope)
         if match is Match.FULL:
-            return _claimed(route, {**scope, **child})
+            return _claimed(route, {**scope, **child}, kinds, kept)
         if match is Match.PARTIAL and partial is None:
             partial = route, child
     if partial is not None:
-        return _claimed(partial[0], {**scope, **partial[1]})
+        return _claimed(partial[0], {**scope, **partial[1]}, kinds, kept)
     return False  # no route: the %2F stays an encoded-slash
 
 
-def _claimed(route: BaseRoute, scope: dict[str, Any]) -> bool:
+def _claimed(route: Any, scope: dict[str, Any], kinds: dict[str, Any], kept: int) -> bool:
+    kinds = {**kinds, **(getattr(route, "param_convertors", None) or {})}
+    if _segments.SLASH in scope.get("root_path", ""):
+        return False  # a mount's own parameter took it: its root_path would hold it
+    candidates = getattr(route, "effective_candidates", None)
+    if callable(candidates):  # a FastAPI included router: its routes match below it
+        return _claims(candidates(), scope, kinds, kept)
+    if not isinstance(route, Route | WebSocketRoute) and not hasattr(route, "original_route"):
+        routes = getattr(route, "routes", None)
+        if routes:
+            return _claims(routes, scope, kinds, kept)
+        # A mounted application that is no router sees the server's path.
+        return False
     params = scope.get("path_params") or {}
     if not _segments.claimed(params.values()):
         return False
-    if _segments.SLASH in scope.get("root_path", ""):
-        return False  # a mount's own parameter took it: its root_path would hold it
-    if isinstance(route, Route | WebSocketRoute):
-        return True
-    routes = getattr(route, "routes", None)
-    if routes:
-        return _claims(routes, scope)
-    # A mounted application that is no Starlette router sees the server's path.
-    return _segments.SLASH not in _route_path(scope)
+    taken = sum(
+        value.count("/")
+        for name, value in params.items()
+        if isinstance(kinds.get(name), SegmentConvertor) and isinstance(value, str)
+    )
+    return taken == kept
+
+
+_ROUTING_MODULES = ("starlette.routing", "fastapi.routing")
 
 
 def _route_path(scope: MutableMapping[str, Any]) -> str:
@@ -164,15 +188,20 @@ def _route_path(scope: MutableMapping[str, Any]) -> str:
 
 
 def _route_on_views() -> None:
-    """Make Starlette's routes match on the routing view where a scope holds one.
+    """Make Starlette's and FastAPI's routes match on the routing view where
+    a scope holds one.
 
-    Every Starlette route reads the path through ``starlette.routing.get_route_path``;
-    this is the one place to hand it the view (the server's ``path`` is
-    never changed). Done when the guard first finds a Starlette router, so
-    that a process that never does routes exactly as before.
+    Their routes read the path through ``get_route_path``, which each
+    routing module imports by name; this is the one place to hand them the
+    view (the server's ``path`` is never changed). Done when the guard first
+    finds a Starlette router, so that a process that never does routes
+    exactly as before. If a route read the path some other way, ``claims``
+    would find no ``segment`` value holding the kept ``/`` and refuse.
     """
-    if getattr(starlette.routing, "get_route_path", None) is not _route_path:
-        setattr(starlette.routing, "get_route_path", _route_path)  # noqa: B010
+    for name in _ROUTING_MODULES:
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "get_route_path", None) is _starlette_route_path:
+            setattr(module, "get_route_path", _route_path)  # noqa: B010
 
 
 _segments.register(_StarletteRouter())

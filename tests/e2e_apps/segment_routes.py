@@ -1,0 +1,94 @@
+"""Starlette and FastAPI applications with ``segment`` route parameters, guarded.
+
+    uvicorn --host 127.0.0.1 --port 8000 e2e_apps.segment_routes:starlette_app
+    uvicorn --host 127.0.0.1 --port 8000 e2e_apps.segment_routes:fastapi_app
+
+Both have the same routes, each answering JSON ``{"route": name, **path_params}``:
+
+    /units/{unit:segment}                  units
+    /units/{a}/{b}                         pair     (the hard case: never gets kg%2Fs)
+    /repos/{owner:segment}/{name:segment}  repo
+    /files/{name:segment}/{rest:path}      file     (a segment next to a path)
+    /dirs/{name:segment}/                  dir      (a trailing slash)
+    /plain/{x}                             plain    (declares no segment)
+    /sub/...                               a mounted sub-application: /sub/s/{b:segment}
+    /ws/{room:segment}                     a websocket, sending {"room": ...}
+
+and ``plain_app``: the same application without any ``segment`` route.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, FastAPI
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.websockets import WebSocket
+
+import urlguard.integrations.fastapi  # noqa: F401  # registers {name:segment}
+from urlguard.asgi import StrictURLMiddleware
+
+
+def _answer(name: str) -> Any:
+    async def endpoint(request: Request) -> JSONResponse:
+        return JSONResponse({"route": name, **request.path_params})
+
+    return endpoint
+
+
+async def _room(websocket: WebSocket) -> None:
+    await websocket.accept()
+    await websocket.send_json({"room": websocket.path_params["room"]})
+    await websocket.close()
+
+
+ROUTES = [
+    ("/units/{unit:segment}", "units"),
+    ("/units/{a}/{b}", "pair"),
+    ("/repos/{owner:segment}/{name:segment}", "repo"),
+    ("/files/{name:segment}/{rest:path}", "file"),
+    ("/dirs/{name:segment}/", "dir"),
+    ("/plain/{x}", "plain"),
+]
+
+
+def starlette(
+    routes: list[tuple[str, str]] = ROUTES, segment: str = ":segment", **guard: Any
+) -> Starlette:
+    """The application; ``segment=""`` declares no ``segment`` parameter anywhere."""
+    sub = Starlette(routes=[Route(f"/s/{{b{segment}}}", _answer("sub"))])
+    return Starlette(
+        routes=[
+            *(
+                Route(path.replace(":segment", segment), _answer(name), name=name)
+                for path, name in routes
+            ),
+            Mount("/sub", sub),
+            WebSocketRoute(f"/ws/{{room{segment}}}", _room),
+        ],
+        middleware=[Middleware(StrictURLMiddleware, **guard)],
+    )
+
+
+def fastapi(routes: list[tuple[str, str]] = ROUTES, **guard: Any) -> FastAPI:
+    app = FastAPI()
+    app.add_middleware(StrictURLMiddleware, **guard)
+    router = APIRouter()
+    for path, name in routes:
+        # Added to an included router, so that FastAPI's own routing is used.
+        router.add_api_route(path, _answer(name), name=name)
+    app.include_router(router)
+    sub = FastAPI()
+    sub.add_api_route("/s/{b:segment}", _answer("sub"))
+    app.mount("/sub", sub)
+    app.add_api_websocket_route("/ws/{room:segment}", _room)
+    return app
+
+
+starlette_app = starlette()
+fastapi_app = fastapi()
+plain_app = starlette(segment="")
