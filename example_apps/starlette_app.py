@@ -2,12 +2,14 @@
 
 Every request target is checked, raw, by ``urlguard.asgi.StrictURLMiddleware``
 with the default (strict) policy before Starlette routes it; under ``/files/``
-a per-route policy keeps ``%2F`` inside its segment. The handlers read the
+a per-route policy keeps ``%2F`` inside its segment; ``/units/{unit:segment}``
+receives one segment, ``%2F`` and all, and only that route may. The handlers read the
 decoded pieces from the guarded target, never from ``request.url.path``
 (where ``%2F`` has already become ``/`` and invalid UTF-8 has become U+FFFD).
 
     GET /echo/<anything>   ->  {"segments": [...], "query": [[name, value], ...]}
     GET /files/<anything>  ->  the same, with encoded slashes kept
+    GET /units/<unit>      ->  {"unit": "<the decoded segment>"}
 
 Start it from the project root (uvicorn listens on 127.0.0.1:8000)::
 
@@ -21,6 +23,13 @@ Then try (``--path-as-is``: without it curl resolves ``..`` and ``%2e`` itself):
 
     curl --path-as-is 'http://127.0.0.1:8000/files/units/kg%2Fs'
     {"segments":["files","units","kg/s"],"query":[]}
+
+    curl --path-as-is 'http://127.0.0.1:8000/units/kg%2Fs'
+    {"unit":"kg/s"}
+
+    curl --path-as-is 'http://127.0.0.1:8000/units/..%2Fetc'
+    400 Bad Request: dot-segment: a path segment is '.' or '..' (RFC 3986 section 3.3)
+        (path segment 1, byte offset 7)
 
     curl --path-as-is 'http://127.0.0.1:8000/echo/units/kg%2Fs'
     400 Bad Request: encoded-slash: a path segment contains an encoded '/' (%2F)
@@ -58,7 +67,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from urlguard.asgi import StrictURLMiddleware
-from urlguard.integrations.starlette import get_target
+from urlguard.integrations.starlette import get_target  # and registers {name:segment}
 
 #: Raw path prefix -> overrides of the default policy.
 ROUTES: Final[dict[str, dict[str, Any]]] = {"/files/": {"encoded_slash": "keep"}}
@@ -72,7 +81,16 @@ async def echo(request: Request) -> JSONResponse:
     )
 
 
+async def unit(request: Request) -> JSONResponse:
+    """One segment of the guarded target, decoded: ``kg%2Fs`` is ``kg/s``."""
+    return JSONResponse({"unit": request.path_params["unit"]})
+
+
 app = Starlette(
-    routes=[Route("/echo/{rest:path}", echo), Route("/files/{rest:path}", echo)],
+    routes=[
+        Route("/echo/{rest:path}", echo),
+        Route("/files/{rest:path}", echo),
+        Route("/units/{unit:segment}", unit),
+    ],
     middleware=[Middleware(StrictURLMiddleware, routes=ROUTES)],
 )

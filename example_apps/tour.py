@@ -8,7 +8,11 @@ sends every example URL of the articles on URL encoding that urlguard follows
 (``article_examples.py``, reduced to origin-form under ``/echo/``, or
 ``/files/`` where the article keeps ``%2F``) and a set of hostile targets over raw
 sockets (HTTP clients would "fix" them first), prints what each stack
-answered side by side, stops both servers and exits 0.
+answered side by side. Then it starts the FastAPI example under uvicorn and
+the Django example under gunicorn too, and shows the four frameworks routing
+``/units/{unit:segment}``: ``kg%2Fs`` arrives as one segment, ``kg/s``; a
+kept ``%2F`` that hides a dot segment never reaches a handler. It stops
+every server and exits 0.
 
 Each answer is one of: ``200`` and the decoded segments and query the handler
 read from urlguard's target; ``400`` and the urlguard rule that rejected the
@@ -63,6 +67,16 @@ HOSTILE: Final[list[tuple[str, bytes]]] = [
     ("raw NUL", b"/echo/a\x00b"),
     ("fragment", b"/echo/page#section"),
     ("9000 bytes", b"/echo/" + b"a" * 8994),
+]
+
+#: (what it shows, raw target) for the example apps' /units/{unit:segment} route.
+SEGMENT_ROUTES: Final[list[tuple[str, bytes]]] = [
+    ("a kept %2F: one segment", b"/units/kg%2Fs"),
+    ("UTF-8", b"/units/caf%C3%A9"),
+    ("two segments: not this route", b"/units/kg/s"),
+    ("a kept %2F hiding '..'", b"/units/..%2Fetc"),
+    ("a kept %2F hiding an absolute path", b"/units/%2Fetc%2Fpasswd"),
+    ("%2F on a route without a segment", b"/echo/kg%2Fs"),
 ]
 
 TARGET_WIDTH: Final = 42
@@ -151,6 +165,18 @@ def describe(response: Response, stack: Stack) -> list[str]:
     return [f"{status} {reason}"]
 
 
+def describe_unit(response: Response, stack: Stack) -> str:
+    """What a /units/ answer says, on one line."""
+    kind = (response.header(b"content-type") or b"").split(b";")[0].strip()
+    if response.status == 200 and kind == b"application/json":
+        return f"200 {response.json()!r}"
+    if kind == b"application/problem+json":
+        return f"{response.status} {response.json()['rule']}"
+    if response.closed:
+        return f"connection closed by {stack.server}"
+    return f"{response.status} {response.reason.decode('ascii', 'replace')}"
+
+
 def ask(stack: Stack, target: bytes) -> list[str]:
     try:
         response = request(stack.port, target, headers=[(b"Accept", b"application/json")])
@@ -234,19 +260,28 @@ def version(distribution: str) -> str:
 # -- the servers --------------------------------------------------------------
 
 
+def uvicorn_argv(app: str, port: int) -> list[str]:
+    return [
+        sys.executable, "-m", "uvicorn", app,
+        "--app-dir", str(HERE), "--host", "127.0.0.1", "--port", str(port),
+    ]  # fmt: skip
+
+
+def gunicorn_argv(app: str, port: int) -> list[str]:
+    argv = [
+        sys.executable, "-m", "gunicorn", app,
+        "--chdir", str(HERE), "--bind", f"127.0.0.1:{port}", "--workers", "1",
+    ]  # fmt: skip
+    if gunicorn_has_control_socket():
+        argv.append("--no-control-socket")  # it would go to ~/.gunicorn/
+    return argv
+
+
 def stacks() -> list[Stack]:
     parser = "httptools" if importlib.util.find_spec("httptools") else "h11"
     uvicorn_port, gunicorn_port = free_port(), free_port()
-    uvicorn = [
-        sys.executable, "-m", "uvicorn", "starlette_app:app",
-        "--app-dir", str(HERE), "--host", "127.0.0.1", "--port", str(uvicorn_port),
-    ]  # fmt: skip
-    gunicorn = [
-        sys.executable, "-m", "gunicorn", "flask_app:app",
-        "--chdir", str(HERE), "--bind", f"127.0.0.1:{gunicorn_port}", "--workers", "1",
-    ]  # fmt: skip
-    if gunicorn_has_control_socket():
-        gunicorn.append("--no-control-socket")  # it would go to ~/.gunicorn/
+    uvicorn = uvicorn_argv("starlette_app:app", uvicorn_port)
+    gunicorn = gunicorn_argv("flask_app:app", gunicorn_port)
     return [
         Stack(
             f"uvicorn {version('uvicorn')} ({parser}) + Starlette {version('starlette')}",
@@ -263,6 +298,42 @@ def stacks() -> list[Stack]:
             gunicorn_port,
         ),
     ]
+
+
+def more_stacks() -> list[Stack]:
+    """The FastAPI and Django examples, for the section on segment routes."""
+    fastapi_port, django_port = free_port(), free_port()
+    return [
+        Stack(
+            f"uvicorn {version('uvicorn')} + FastAPI {version('fastapi')}",
+            "uvicorn",
+            "FastAPI",
+            uvicorn_argv("fastapi_app:app", fastapi_port),
+            fastapi_port,
+        ),
+        Stack(
+            f"gunicorn {version('gunicorn')} + Django {version('django')}",
+            "gunicorn",
+            "Django",
+            gunicorn_argv("django_app:application", django_port),
+            django_port,
+        ),
+    ]
+
+
+def segment_routes(four: Sequence[Stack]) -> Iterator[str]:
+    """The section on /units/{unit:segment}: each target, each framework's answer."""
+    yield "== Routes on segments: /units/{unit:segment} in the four example apps"
+    for label, target in SEGMENT_ROUTES:
+        yield f"{shown(target)}  ({label})"
+        for s in four:
+            try:
+                response = request(s.port, target, headers=[(b"Accept", b"application/json")])
+            except (OSError, ValueError) as error:
+                answer = f"no answer ({type(error).__name__})"
+            else:
+                answer = describe_unit(response, s)
+            yield f"    {pad(s.framework, 10)} {answer}"
 
 
 def gunicorn_has_control_socket() -> bool:
@@ -321,7 +392,19 @@ def main() -> int:
             print(f"\n{s.server} logged {len(lines)} lines from urlguard, the first:")
             if lines:
                 print(f"  {lines[0][:300]}")
-    print("\nBoth servers stopped.")
+        more = more_stacks()
+        try:
+            for s in more:
+                stack.enter_context(running(s.argv, s.port, cwd=HERE))
+        except ServerFailed as failure:
+            print(f"tour: a server did not start: {failure}", file=sys.stderr)
+            return 1
+        print()
+        for s in more:
+            print(f"  and {s.name}, on 127.0.0.1:{s.port}")
+        starlette, flask = chosen
+        print(*segment_routes([starlette, more[0], flask, more[1]]), sep="\n")
+    print("\nEvery server stopped.")
     return 0
 
 

@@ -503,7 +503,7 @@ def test_tour_prints_its_table(tour_output: str) -> None:
     assert "== The articles' examples" in tour_output
     assert "== Hostile targets" in tour_output
     assert "no answer" not in tour_output
-    assert tour_output.rstrip().endswith("Both servers stopped.")
+    assert tour_output.rstrip().endswith("Every server stopped.")
 
 
 @pytest.mark.servers
