@@ -189,7 +189,15 @@ def test_the_view_marks_kept_slashes_only() -> None:
     assert _segments.view_of(("units", "kg/s")) == "/units/kg\x00s"
     assert _segments.view_of(("",)) == "/"
     assert _segments.view_of(("a", "b"), "/mnt") == "/mnt/a/b"
-    assert SegmentConvertor().convert("kg\x00s") == "kg/s"
+
+
+def test_a_decoded_nul_is_itself_where_the_policy_allows_it(parser: Any) -> None:
+    # U+0000 stands for a kept '/' in a view only; this policy admits a real one
+    # (and so cannot route a kept '/': the view could not tell them apart).
+    policy = Policy(allow_chars="\x00")
+    for get in _client_get(segment_routes.starlette(policy=policy, parser=parser)):
+        assert get("/units/a%2Fb") == (400, "encoded-slash")
+        assert get("/units/a%00b") == (200, {"route": "units", "unit": "a\x00b"})
 
 
 # --- behind a real server, with raw sockets ----------------------------------------------------

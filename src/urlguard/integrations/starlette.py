@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, MutableMapping
+from contextvars import ContextVar
 from typing import Any
 
 import starlette.routing
@@ -73,7 +74,9 @@ class SegmentConvertor(Convertor[str]):
     regex = "[^/]+"
 
     def convert(self, value: str) -> str:
-        return _segments.decode(value)
+        # Only text cut from a view stands for a kept '/' by U+0000; on the
+        # server's path, under a policy that allows U+0000, it is itself.
+        return _segments.decode(value) if _on_view.get() else value
 
     def to_string(self, value: str) -> str:
         value = str(value)
@@ -179,9 +182,15 @@ def _claimed(route: Any, scope: dict[str, Any], kinds: dict[str, Any], kept: int
 _ROUTING_MODULES = ("starlette.routing", "fastapi.routing")
 
 
+#: Whether the route now matching cut its parameters from a view: every
+#: route calls ``get_route_path`` right before converting what it matched.
+_on_view: ContextVar[bool] = ContextVar("urlguard_on_view", default=False)
+
+
 def _route_path(scope: MutableMapping[str, Any]) -> str:
     """Starlette's ``get_route_path``, on the guard's routing view when there is one."""
     view = scope.get(_segments.VIEW_KEY)
+    _on_view.set(view is not None)
     if view is None:
         return _starlette_route_path(scope)
     return _starlette_route_path({"path": view, "root_path": scope.get("root_path", "")})
