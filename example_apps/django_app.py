@@ -4,10 +4,13 @@ urlguard wraps Django's WSGI handler, not a Django middleware: the raw target
 is only in the WSGI environ, before Django builds its request (and re-encodes
 invalid UTF-8 in ``request.path``, which urlguard refuses instead). The
 default (strict) policy applies everywhere; under ``/files/`` a per-route
-policy keeps ``%2F`` inside its segment.
+policy keeps ``%2F`` inside its segment. ``/units/<segment:unit>`` declares a
+``segment`` parameter, and that is its whole configuration: Django resolves
+``/units/kg%2Fs`` on its segments and hands the view ``"kg/s"``.
 
     GET /echo/<anything>   ->  {"segments": [...], "query": [[name, value], ...]}
     GET /files/<anything>  ->  the same, with encoded slashes kept
+    GET /units/<unit>      ->  {"unit": "<the decoded segment>"}
 
 Start it from the project root (needs Django: ``pip install -e '.[django]'``)::
 
@@ -27,7 +30,21 @@ which hands over no raw target, so urlguard would refuse every request with
     400 Bad Request: invalid-utf8: percent-decoded bytes are not valid UTF-8 (RFC 3629)
         (path segment 1, byte offset 9)
 
-(The 400 body is one line, wrapped here.)
+    curl --path-as-is 'http://127.0.0.1:8000/units/kg%2Fs'
+    {"unit": "kg/s"}
+
+    curl --path-as-is 'http://127.0.0.1:8000/units/caf%C3%A9'
+    {"unit": "caf\\u00e9"}
+
+    curl --path-as-is 'http://127.0.0.1:8000/units/..%2Fetc'
+    400 Bad Request: dot-segment: a path segment is '.' or '..' (RFC 3986 section 3.3)
+        (path segment 1, byte offset 7)
+
+    curl --path-as-is 'http://127.0.0.1:8000/echo/kg%2Fs'
+    400 Bad Request: encoded-slash: a path segment contains an encoded '/' (%2F)
+        (path segment 1, byte offset 8)
+
+(The 400 bodies are one line each, wrapped here.)
 """
 
 from __future__ import annotations
@@ -39,9 +56,9 @@ from typing import Any, Final
 from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 from django.http import HttpRequest, JsonResponse
-from django.urls import re_path
+from django.urls import path, re_path
 
-from urlguard.integrations.django import get_target
+from urlguard.integrations.django import get_target  # and registers <segment:name>
 from urlguard.wsgi import StrictURLMiddleware
 
 #: Raw path prefix -> overrides of the default policy.
@@ -68,6 +85,14 @@ def echo(request: HttpRequest) -> JsonResponse:
     )
 
 
-urlpatterns = [re_path(r"^(?:echo|files)/", echo)]
+def unit(request: HttpRequest, unit: str) -> JsonResponse:
+    """One segment of the guarded target, decoded: ``kg%2Fs`` gives ``kg/s``."""
+    return JsonResponse({"unit": unit})
+
+
+urlpatterns = [
+    re_path(r"^(?:echo|files)/", echo),
+    path("units/<segment:unit>", unit, name="unit"),
+]
 
 application = StrictURLMiddleware(get_wsgi_application(), routes=ROUTES)
