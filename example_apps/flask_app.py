@@ -2,12 +2,14 @@
 
 Every request target is checked, raw, by ``urlguard.wsgi.StrictURLMiddleware``
 with the default (strict) policy before Flask routes it; under ``/files/`` a
-per-route policy keeps ``%2F`` inside its segment. The handlers read the
-decoded pieces from the guarded target, never from ``request.path`` (where
-``%2F`` has already become ``/``).
+per-route policy keeps ``%2F`` inside its segment; ``/units/<segment:unit>``
+receives one segment, ``%2F`` and all, and only that route may. The handlers
+read the decoded pieces from the guarded target, never from ``request.path``
+(where ``%2F`` has already become ``/``).
 
     GET /echo/<anything>   ->  {"segments": [...], "query": [[name, value], ...]}
     GET /files/<anything>  ->  the same, with encoded slashes kept
+    GET /units/<unit>      ->  {"unit": "<the decoded segment>"}
 
 Start it from the project root, under gunicorn (127.0.0.1:8000) or Flask's
 development server (127.0.0.1:5000)::
@@ -31,6 +33,16 @@ Then try (``--path-as-is``: without it curl resolves ``..`` and ``%2e`` itself):
         (path segment 1, byte offset 7)
 
     curl --path-as-is 'http://127.0.0.1:8000/files/..%2F..%2Fetc%2Fpasswd'
+    400 Bad Request: dot-segment: a path segment is '.' or '..' (RFC 3986 section 3.3)
+        (path segment 1, byte offset 7)
+
+    curl --path-as-is 'http://127.0.0.1:8000/units/kg%2Fs'
+    {"unit":"kg/s"}
+
+    curl --path-as-is 'http://127.0.0.1:8000/units/caf%C3%A9'
+    {"unit":"caf\\u00e9"}
+
+    curl --path-as-is 'http://127.0.0.1:8000/units/..%2Fetc'
     400 Bad Request: dot-segment: a path segment is '.' or '..' (RFC 3986 section 3.3)
         (path segment 1, byte offset 7)
 
@@ -69,7 +81,7 @@ from typing import Any, Final
 from flask import Flask
 from werkzeug.routing import BaseConverter
 
-from urlguard.integrations.flask import get_target
+from urlguard.integrations.flask import SegmentConverter, get_target
 from urlguard.wsgi import StrictURLMiddleware
 
 #: Raw path prefix -> overrides of the default policy.
@@ -86,6 +98,7 @@ class Anything(BaseConverter):
 
 app = Flask(__name__)
 app.url_map.converters["anything"] = Anything
+app.url_map.converters["segment"] = SegmentConverter
 # werkzeug routes on the decoded path, where a kept "a%2F" under /files/ ends
 # in "/" and a doubled slash would be merged: keep the path as it is.
 app.url_map.merge_slashes = False
@@ -98,3 +111,9 @@ def echo(rest: str) -> dict[str, Any]:
     """The decoded segments of the whole path and the query pairs."""
     target = get_target()
     return {"segments": list(target.segments), "query": [list(pair) for pair in target.query]}
+
+
+@app.get("/units/<segment:unit>")
+def unit(unit: str) -> dict[str, str]:
+    """One segment of the guarded target, decoded: ``kg%2Fs`` arrives as ``kg/s``."""
+    return {"unit": unit}
