@@ -21,10 +21,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import audit, corpus, e2e, inprocess, instructions, micro, summary
+from . import audit, corpus, e2e, inprocess, instructions, micro, segments, summary
 from .parsers import available, chosen
 
-PARTS = ("corpus", "micro", "inprocess", "e2e", "audit", "instructions")
+PARTS = ("corpus", "micro", "inprocess", "segments", "e2e", "audit", "instructions")
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -79,6 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             micro.run(targets, args.rounds or (3 if quick else 100), results)
         elif part == "inprocess":
             inprocess.run(args.rounds or (3 if quick else 1000), results)
+        elif part == "segments":
+            segments.run(args.rounds or (3 if quick else 300), results)
         elif part == "e2e":
             e2e.run(1 if quick else args.e2e_rounds, 1.0 if quick else 3.0, results)
         elif part == "audit":

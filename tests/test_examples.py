@@ -295,6 +295,8 @@ def test_readme_quick_start_asgi(framework: str) -> None:
     for get in asgi_client(namespace["app"]):
         assert get("/echo/caf%C3%A9/x", {}).json() == ["echo", "café", "x"]
         assert get("/echo/a%2Fb", JSON).json()["rule"] == "encoded-slash"
+        assert get("/units/kg%2Fs", {}).json() == {"unit": "kg/s"}
+        assert get("/units/..%2Fetc", JSON).json()["rule"] == "dot-segment"
 
 
 def test_readme_quick_start_flask() -> None:
@@ -303,22 +305,29 @@ def test_readme_quick_start_flask() -> None:
     get = wsgi_client(namespace["app"])
     assert get("/echo/caf%C3%A9/x", {}).json() == ["echo", "café", "x"]
     assert get("/echo/a%2Fb", JSON).json()["rule"] == "encoded-slash"
+    assert get("/units/kg%2Fs", {}).json() == {"unit": "kg/s"}
+    assert get("/units/..%2Fetc", JSON).json()["rule"] == "dot-segment"
 
 
 def test_readme_quick_start_django(django_app: types.ModuleType) -> None:
     from django.test.utils import override_settings
-    from django.urls import re_path
+    from django.urls import path, re_path
 
     namespace: dict[str, Any] = {"__name__": "readme_django"}
     exec(quick_start("Django"), namespace)
     urls = types.ModuleType("readme_django_urls")
-    urls.urlpatterns = [re_path(r"^echo/(?P<rest>.*)$", namespace["echo"])]  # type: ignore[attr-defined]
+    urls.urlpatterns = [  # type: ignore[attr-defined]
+        re_path(r"^echo/(?P<rest>.*)$", namespace["echo"]),
+        path("units/<segment:unit>", namespace["unit"]),
+    ]
     sys.modules[urls.__name__] = urls
     try:
         with override_settings(ROOT_URLCONF=urls.__name__):
             get = wsgi_client(namespace["application"])
             assert get("/echo/caf%C3%A9/x", {}).json() == ["echo", "café", "x"]
             assert get("/echo/a%2Fb", JSON).json()["rule"] == "encoded-slash"
+            assert get("/units/kg%2Fs", {}).json() == {"unit": "kg/s"}
+            assert get("/units/..%2Fetc", JSON).json()["rule"] == "dot-segment"
     finally:
         del sys.modules[urls.__name__]
 
@@ -504,6 +513,26 @@ def test_tour_prints_its_table(tour_output: str) -> None:
     assert "== Hostile targets" in tour_output
     assert "no answer" not in tour_output
     assert tour_output.rstrip().endswith("Every server stopped.")
+
+
+@pytest.mark.servers
+def test_tour_shows_the_four_frameworks_routing_on_segments(tour_output: str) -> None:
+    section = tour_output.split("== Routes on segments", 1)[1]
+    answers: dict[str, list[str]] = {}
+    target = ""
+    for line in section.splitlines()[1:]:
+        if line.startswith("    "):
+            framework, answer = line.split(maxsplit=1)
+            answers.setdefault(target, []).append(f"{framework} {answer}")
+        elif line.startswith("/"):
+            target = line.split()[0]
+    frameworks = ("Starlette", "FastAPI", "Flask", "Django")
+    assert answers["/units/kg%2Fs"] == [f"{f} 200 {{'unit': 'kg/s'}}" for f in frameworks]
+    assert answers["/units/caf%C3%A9"] == [f"{f} 200 {{'unit': 'café'}}" for f in frameworks]
+    assert answers["/units/..%2Fetc"] == [f"{f} 400 dot-segment" for f in frameworks]
+    assert answers["/units/%2Fetc%2Fpasswd"] == [f"{f} 400 empty-segment" for f in frameworks]
+    assert answers["/echo/kg%2Fs"] == [f"{f} 400 encoded-slash" for f in frameworks]
+    assert all(answer.split()[1] == "404" for answer in answers["/units/kg/s"])
 
 
 @pytest.mark.servers

@@ -28,16 +28,21 @@ class NoopMiddleware:
         return self.app(environ, start_response)
 
 
-def make_app(layer: str, parser: ModuleType | None = None) -> Flask:
+def make_app(layer: str, parser: ModuleType | None = None, *, segment: bool = False) -> Flask:
     """The app with ``layer`` (``bare``, ``noop`` or ``guarded``) in front; the
-    guard gets ``parser=`` only when one is given, as in starlette_hello."""
+    guard gets ``parser=`` only when one is given, as in starlette_hello.
+    ``segment``: the wiki route declares ``<segment:title>`` (bench/segments.py)."""
     app = Flask(f"hello_{layer}")
+    if segment:
+        from urlguard.integrations.flask import SegmentConverter
+
+        app.url_map.converters["segment"] = SegmentConverter
 
     @app.get("/api/v1/users/<int:user_id>/orders")
     def orders(user_id: int) -> str:
         return HELLO
 
-    @app.get("/wiki/<title>")
+    @app.get("/wiki/<segment:title>" if segment else "/wiki/<title>")
     def wiki(title: str) -> str:
         return HELLO
 

@@ -36,17 +36,21 @@ class NoopMiddleware:
         await self.app(scope, receive, send)
 
 
-def make_app(layer: str, parser: ModuleType | None = None) -> Starlette:
+def make_app(layer: str, parser: ModuleType | None = None, *, segment: bool = False) -> Starlette:
     """The app with ``layer`` (``bare``, ``noop`` or ``guarded``) in front. The
     guard gets ``parser=`` only when one is given: older revisions, measured
-    by bench.ab, have no such keyword."""
+    by bench.ab, have no such keyword. ``segment``: the wiki route declares
+    ``{title:segment}`` (bench/segments.py)."""
     options: dict[str, Any] = {} if parser is None else {"parser": parser}
     middleware = {
         "bare": [],
         "noop": [Middleware(NoopMiddleware)],
         "guarded": [Middleware(StrictURLMiddleware, **options)],
     }[layer]
-    routes = [Route("/api/v1/users/{user_id:int}/orders", hello), Route("/wiki/{title}", hello)]
+    if segment:
+        import urlguard.integrations.starlette  # noqa: F401  # registers {name:segment}
+    wiki = "/wiki/{title:segment}" if segment else "/wiki/{title}"
+    routes = [Route("/api/v1/users/{user_id:int}/orders", hello), Route(wiki, hello)]
     return Starlette(routes=routes, middleware=middleware)
 
 
