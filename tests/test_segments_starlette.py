@@ -9,6 +9,7 @@ e2e_apps/segment_routes.py.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -223,3 +224,35 @@ def test_segment_routes_behind_uvicorn(
         status,
         expected,
     )
+
+
+NEVER_ON_VIEWS = """
+import warnings
+warnings.simplefilter("ignore")
+import starlette.routing
+from starlette.testclient import TestClient
+from e2e_apps import segment_routes
+
+original = starlette.routing.get_route_path
+with TestClient(segment_routes.plain_app) as client:
+    assert client.get("/units/kg%2Fs").status_code == 400
+assert starlette.routing.get_route_path is original, "routes on views without segment routes"
+with TestClient(segment_routes.starlette_app) as client:
+    assert client.get("/units/kg%2Fs").json() == {"route": "units", "unit": "kg/s"}
+assert starlette.routing.get_route_path is not original, "segment routes and no views"
+print("ok")
+"""
+
+
+def test_an_application_without_segment_routes_never_routes_on_views() -> None:
+    # A fresh interpreter: in this one another test may have made Starlette
+    # route on views already.
+    done = subprocess.run(
+        [sys.executable, "-c", NEVER_ON_VIEWS],
+        cwd=FilePath(__file__).parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -306,11 +306,14 @@ class Guard(Generic[C, A]):
         else the violation to report. The target must pass every policy with
         ``encoded_slash="keep"``, so a kept separator that breaks a rule
         (``..%2Fx``, ``%2Fetc``) is reported by that rule, before any routing,
-        when the router declares ``segment`` parameters at all."""
+        when the router declares ``segment`` parameters at all (asked on
+        every such request, so routes added since are seen)."""
         found = self._router(carrier)
         if found is None:
             return exc
         kind, router = found
+        if not kind.declares(router):
+            return exc
         target: Target | None = None
         try:
             for policy in reversed(policies):
@@ -324,7 +327,7 @@ class Guard(Generic[C, A]):
                 else:
                     target = self._parse_split(raw, query, kept)
         except InvalidTarget as broken:
-            return broken if kind.declares(router) else exc
+            return broken
         assert target is not None  # policies is never empty
         view = self._view(target, prefix)
         if not kind.claims(router, carrier, view):

@@ -52,13 +52,13 @@ class SegmentRouter(Protocol):
     def find(self, app: object, carrier: MutableMapping[str, Any]) -> object | None:
         """The router of the guarded application ``app`` (or of the carrier:
         a framework in front of the guard may have put its application
-        there), or ``None`` when it is not this framework's. Before it first
-        returns one, it makes the framework route on the view wherever the
-        carrier holds one."""
+        there), or ``None`` when it is not this framework's."""
 
     def declares(self, router: Any) -> bool:
         """Whether any route of ``router``, mounted ones included, declares a
-        ``segment`` parameter."""
+        ``segment`` parameter; if so, the framework is made to route on the
+        view wherever a carrier holds one (from then on: so an application
+        that declares none routes exactly as it did)."""
 
     def claims(self, router: Any, carrier: MutableMapping[str, Any], view: str) -> bool:
         """Whether ``router``, routing ``view`` (stored at :data:`VIEW_KEY`

@@ -286,9 +286,10 @@ _INSTALL: Final = threading.Lock()
 def _route_on_views(handler: BaseHandler) -> None:
     """Make ``handler`` (the one the guard wraps) resolve on routing views.
 
-    Set on the handler instance, once, when the guard first finds it: other
-    handlers in the process (a test client's) and a process whose guard
-    never meets a ``%2F`` resolve exactly as before.
+    Set on the handler instance, once, when the guard first finds segment
+    routes behind it: other handlers in the process (a test client's), an
+    application without segment routes and a process whose guard never
+    meets a ``%2F`` resolve exactly as before.
     """
     if isinstance(vars(handler).get("resolve_request"), _ResolveOnView):
         return
@@ -301,6 +302,8 @@ class _Resolving(NamedTuple):
     resolver: URLResolver
     #: ASGI: Django resolves below the script prefix (``root_path``).
     asgi: bool
+    #: The handler the guard wraps: it resolves on views once there are segment routes.
+    handler: BaseHandler
 
 
 class _DjangoRouter:
@@ -314,8 +317,7 @@ class _DjangoRouter:
         node = app
         for _ in range(self._DEPTH):
             if isinstance(node, BaseHandler):
-                _route_on_views(node)
-                return _Resolving(get_resolver(), isinstance(node, ASGIHandler))
+                return _Resolving(get_resolver(), isinstance(node, ASGIHandler), node)
             inner = getattr(node, "app", None)
             node = inner if inner is not None else getattr(node, "application", None)
             if node is None:
@@ -323,7 +325,10 @@ class _DjangoRouter:
         return None
 
     def declares(self, router: Any) -> bool:
-        return _declares(router.resolver.url_patterns)
+        if _declares(router.resolver.url_patterns):
+            _route_on_views(router.handler)
+            return True
+        return False
 
     def claims(self, router: Any, carrier: MutableMapping[str, Any], view: str) -> bool:
         path = view

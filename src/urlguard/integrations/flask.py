@@ -98,10 +98,10 @@ def _route_on_views(url_map: Map) -> None:
     map (so on this one application), the adapter's ``path_info`` becomes
     the view when the environ holds one; ``PATH_INFO`` itself is never
     changed, and a request without a view is bound exactly as before. Done
-    when the guard first finds the application, before it asks the map
-    anything, so that the guard's trial match and Flask's own match take the
-    same path. (Two first requests at once may wrap it twice, to the same
-    effect.)
+    when the guard first finds segment routes in the map, before its trial
+    match, so that the guard's trial match and Flask's own match take the
+    same path; an application without segment routes is never wrapped.
+    (Two first requests at once may wrap it twice, to the same effect.)
     """
     if getattr(url_map, _ROUTES_ON_VIEWS, False):
         return
@@ -133,7 +133,6 @@ class _FlaskRouter:
         node: object = app
         for _ in range(self._DEPTH):
             if isinstance(node, Flask):
-                _route_on_views(node.url_map)
                 return node
             if isinstance(node, types.MethodType):  # app.wsgi_app, a bound method
                 node = node.__self__
@@ -149,7 +148,10 @@ class _FlaskRouter:
         return None
 
     def declares(self, router: Any) -> bool:
-        return any(_segment_names(rule._converters) for rule in router.url_map.iter_rules())
+        if any(_segment_names(rule._converters) for rule in router.url_map.iter_rules()):
+            _route_on_views(router.url_map)
+            return True
+        return False
 
     def claims(self, router: Any, carrier: MutableMapping[str, Any], view: str) -> bool:
         """Match ``view`` as Flask will (its own URL adapter for this

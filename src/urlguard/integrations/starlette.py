@@ -105,16 +105,17 @@ class _StarletteRouter:
                     break
                 router = getattr(node, "router", None)
                 if isinstance(router, starlette.routing.Router):
-                    _route_on_views()
                     return router
                 if isinstance(node, starlette.routing.Router):
-                    _route_on_views()
                     return node
                 node = getattr(node, "app", None)
         return None
 
     def declares(self, router: Any) -> bool:
-        return any(_declares(route) for route in router.routes)
+        if any(_declares(route) for route in router.routes):
+            _route_on_views()
+            return True
+        return False
 
     def claims(self, router: Any, carrier: MutableMapping[str, Any], view: str) -> bool:
         scope = dict(carrier)
@@ -203,8 +204,8 @@ def _route_on_views() -> None:
     Their routes read the path through ``get_route_path``, which each
     routing module imports by name; this is the one place to hand them the
     view (the server's ``path`` is never changed). Done when the guard first
-    finds a Starlette router, so that a process that never does routes
-    exactly as before. If a route read the path some other way, ``claims``
+    finds a router that declares a ``segment`` parameter, so that a process
+    that has none routes exactly as before. If a route read the path some other way, ``claims``
     would find no ``segment`` value holding the kept ``/`` and refuse.
     """
     for name in _ROUTING_MODULES:
