@@ -38,15 +38,10 @@ choices (docs/rules.md and the docstrings of ``urlguard.Policy``):
 * path_params="reject": a raw ';' in the path is a raw-char.
 * empty-segment looks at the raw segment: under path_params="split", ';p=1'
   is not empty even though its name is.
-* Absolute-form: http or https in any case, '://', an authority without
-  userinfo (RFC 9110 §4.2.4) and with a non-empty host (RFC 9110 §4.2.1),
-  then the path and query; an empty path means '/'. An IP-literal is checked
-  for its shape only (hex digits, ':' and '.'), as urlguard documents. A
-  port has at most five digits and is at most 65535. A reg-name's escapes
-  are checked as a segment's are (malformed-escape, encoded-slash,
-  encoded-backslash whatever the switches, invalid-utf8, forbidden-char),
-  and it must not decode to any of '@ : ? # [ ] %' (bad-form); all with
-  component "target".
+* Absolute-form: http or https in any case, '://', an authority that the
+  host grammar accepts (urlguard._host, with truth tables of its own; else
+  bad-host, component "target"), then the path and query; an empty path
+  means '/'.
 """
 
 from __future__ import annotations
@@ -54,6 +49,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
+
+from urlguard import InvalidTarget
+from urlguard._host import parse_host
 
 # --- RFC 3986 character sets, typed out from the RFC text ------------------------------------
 
@@ -377,55 +375,13 @@ def check_pair(raw: bytes, index: int, policy: RefPolicy, out: list[Violation]) 
 
 
 def check_authority(authority: bytes, policy: RefPolicy, out: list[Violation]) -> bool:
-    """RFC 3986 §3.2 without userinfo: host [ ":" port ], host not empty.
-    Appends the authority's violations; False when its shape is wrong."""
-    text = authority.decode("latin-1")
-    reg_name = None
-    if "@" in text:
-        ok = False  # userinfo: RFC 9110 §4.2.4
-    elif text.startswith("["):
-        close = text.find("]")
-        inside, port_part = text[1:close], text[close + 1 :]
-        if close < 0:
-            ok = False
-        elif inside[:1] in ("v", "V"):
-            # IPvFuture = "v" 1*HEXDIG "." 1*( unreserved / sub-delims / ":" )
-            version, dot, tail = inside[1:].partition(".")
-            ok = bool(version) and all(c in HEXDIG for c in version) and dot == "."
-            ok = ok and bool(tail) and all(c in UNRESERVED + SUB_DELIMS + ":" for c in tail)
-        else:
-            # IPv6address, by its shape only (urlguard's documented choice)
-            ok = bool(inside) and all(c in HEXDIG + ":." for c in inside)
-    else:
-        host, colon, port = text.partition(":")
-        port_part = colon + port
-        # reg-name = *( unreserved / pct-encoded / sub-delims ), here 1* (RFC 9110 §4.2.1)
-        ok = host != "" and all(c in UNRESERVED + SUB_DELIMS + "%" for c in host)
-        reg_name = host.encode("latin-1")
-    # port = *DIGIT, at most 65535 (and so at most five digits)
-    if ok and port_part:
-        digits = port_part[1:]
-        ok = port_part[0] == ":" and all(c in DIGIT for c in digits)
-        ok = ok and len(digits) <= 5 and int(digits or "0") <= 65535
-    if not ok:
-        out.append(Violation("bad-form", TARGET, None))
+    """The host grammar, urlguard's own (tests/test_host.py holds its truth
+    tables): appends bad-host and returns False when it refuses the authority."""
+    try:
+        parse_host(authority, "target")
+    except InvalidTarget:
+        out.append(Violation("bad-host", TARGET, None))
         return False
-    if reg_name is not None:
-        well_formed, values = escapes(reg_name)
-        if not well_formed:
-            out.append(Violation("malformed-escape", TARGET, None))
-        if ord("/") in values:
-            out.append(Violation("encoded-slash", TARGET, None))
-        if ord("\\") in values:
-            out.append(Violation("encoded-backslash", TARGET, None))
-        decoded = utf8_decode(percent_decode(reg_name))
-        if decoded is None:
-            out.append(Violation("invalid-utf8", TARGET, None))
-        else:
-            if not all(char_allowed(c, policy) for c in decoded):
-                out.append(Violation("forbidden-char", TARGET, None))
-            if any(c in "@:?#[]%" for c in decoded):
-                out.append(Violation("bad-form", TARGET, None))
     return True
 
 

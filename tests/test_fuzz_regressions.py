@@ -85,10 +85,10 @@ CORNER_CASES = [
     P(b"/..;", "dot-segment", "dot-segment", id="dot dot semicolon"),
     P(b"/;..", ((";..",), ()), ((";..",), ()), id="semicolon dot dot"),
     P(b"/;=;=", ((";=;=",), ()), ((";=;=",), ()), id="empty matrix params"),
-    P(b"http://[", "bad-form", "bad-form", id="unterminated IP-literal"),
-    P(b"http://[]", "bad-form", "bad-form", id="empty IP-literal"),
-    P(b"http://[v.]", "bad-form", "bad-form", id="empty IPvFuture"),
-    P(b"http://h:", (ROOT, ()), (ROOT, ()), id="empty port"),  # RFC 3986: port = *DIGIT
+    P(b"http://[", "bad-host", "bad-host", id="unterminated IP-literal"),
+    P(b"http://[]", "bad-host", "bad-host", id="empty IP-literal"),
+    P(b"http://[v.]", "bad-host", "bad-host", id="empty IPvFuture"),
+    P(b"http://h:", "bad-host", "bad-host", id="empty port"),  # allowed by RFC 3986, refused
     P(b"HTTP://h?", (ROOT, ()), (ROOT, ()), id="absolute-form, empty query"),
     P(
         b"/?&&&=&=&",

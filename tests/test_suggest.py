@@ -399,7 +399,7 @@ ENGINE = [
         ],
         None,
         {},
-        {"fragment": 1, "bad-form": 1, "raw-char": 2, "forbidden-char": 4, "encoded-slash": 1},
+        {"fragment": 1, "bad-form": 1, "raw-char": 2, "forbidden-char": 4, "bad-host": 1},
         id="never loosened: fragment, bad form, raw bytes, controls, bidi, noncharacters, host",
     ),
     P(

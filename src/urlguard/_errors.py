@@ -15,6 +15,8 @@ Rule = Literal[
     "too-many",
     "fragment",
     "bad-form",
+    "bad-host",
+    "host-not-allowed",
     "raw-char",
     "malformed-escape",
     "invalid-utf8",
@@ -26,10 +28,10 @@ Rule = Literal[
     "drive-letter",
     "double-encoding",
 ]
-Component = Literal["target", "path", "query"]
+Component = Literal["target", "path", "query", "host"]
 
 #: Every rule code. The parser applies them in this order: first to the whole
-#: target (too-long, fragment, then bad-form, which includes the checks of an
+#: target (too-long, fragment, then bad-form, then bad-host for an
 #: absolute-form authority), then raw-char and too-many (path, then query),
 #: then segment by segment (an empty segment; for each piece of the segment
 #: malformed-escape, encoded-slash, encoded-backslash, invalid-utf8,
@@ -37,10 +39,14 @@ Component = Literal["target", "path", "query"]
 #: parts a kept separator makes, double-encoding), then query pair by pair (name, then
 #: value: malformed-escape, invalid-utf8, forbidden-char). The first
 #: violation found is the one reported; docs/rules.md tells the whole order.
+#: The guard checks the request's host (component "host": its Host header or
+#: ``:authority``; bad-host, then host-not-allowed) before the target.
 RULES: Final[tuple[Rule, ...]] = (
     "too-long",
     "fragment",
     "bad-form",
+    "bad-host",
+    "host-not-allowed",
     "raw-char",
     "too-many",
     "malformed-escape",
@@ -61,6 +67,9 @@ REASONS: Final[dict[Rule, str]] = {
     "fragment": "the request target contains '#': fragments are never sent (RFC 9110 section 7.1)",
     "bad-form": "the request target is neither origin-form nor http(s) absolute-form "
     "(RFC 9112 section 3.2; over HTTP/2 and HTTP/3 only origin-form, RFC 9113 section 8.3.1)",
+    "bad-host": "the host is missing, repeated, malformed, or not the one the target "
+    "names (RFC 9112 section 3.2)",
+    "host-not-allowed": "the host is not one this application serves",
     "raw-char": "a character that must be percent-encoded appears raw (RFC 3986 section 2)",
     "malformed-escape": "'%' is not followed by two hexadecimal digits (RFC 3986 section 2.1)",
     "invalid-utf8": "percent-decoded bytes are not valid UTF-8 (RFC 3629)",
@@ -80,10 +89,12 @@ class InvalidTarget(ValueError):
     Attributes:
         rule: the rule code, one of :data:`RULES` (``"invalid-utf8"``, ...).
         component: ``"target"`` for rules about the whole target (and the
-            authority of an absolute-form target), else ``"path"`` or ``"query"``.
+            authority of an absolute-form target), ``"path"`` or ``"query"``,
+            or ``"host"`` for the request's Host header (or ``:authority``).
         index: the path segment or query pair (counting the non-empty ones)
             where the problem is, or ``None`` for a rule about the whole target.
-        offset: the byte offset in the raw target where the problem starts.
+        offset: the byte offset in the raw target (for ``"host"``: in the
+            Host value) where the problem starts.
         reason: one line saying what is wrong, without any of the input.
 
     Built like any exception, positionally or by keyword::

@@ -57,7 +57,8 @@ from ._parser_py import _absolute_form, _policy_of
 from ._parser_py import _as_bytes as _reference_as_bytes
 from ._policy import DEFAULT_POLICY
 from ._target import (
-    Target, all_values, describe, equal, first_value, raw_path_of, raw_query_of, rebuild,
+    Target, all_values, describe, equal, first_value, host_of, raw_path_of, raw_query_of,
+    rebuild,
 )
 
 
@@ -647,6 +648,7 @@ cdef class _Target:
 
     cdef readonly bytes raw
     cdef readonly object authority
+    cdef public object _host  # set by the guard: the Host it validated (see Target.host)
     cdef _Rules rules
     cdef Span* spans  # the segments', then the pairs'
     cdef Py_ssize_t nseg, npair
@@ -676,6 +678,14 @@ cdef class _Target:
         return self.made_params
 
     @property
+    def host(self):
+        return host_of(self._host, self.authority).name
+
+    @property
+    def port(self):
+        return host_of(self._host, self.authority).port
+
+    @property
     def raw_path(self):
         return raw_path_of(self.raw)
 
@@ -700,7 +710,8 @@ cdef class _Target:
 
     def __reduce__(self):
         params = self.params if self.rules.split else None
-        return rebuild, (self.raw, self.segments, self.query, params, self.authority)
+        host = (self.host, self.port) if self._host is not None else None
+        return rebuild, (self.raw, self.segments, self.query, params, self.authority, host)
 
     cdef int _make(self) except -1:
         """The texts, from the spans: the same walk over each piece, its

@@ -19,6 +19,7 @@ from urllib.parse import unquote_to_bytes
 
 from . import _grammar as g
 from ._errors import Component, InvalidTarget
+from ._host import parse_host
 from ._policy import DEFAULT_POLICY, Policy
 from ._target import Pairs, Target
 
@@ -36,24 +37,11 @@ _ESCAPE_IN_TEXT: Final = re.compile(r"%[0-9A-Fa-f]{2}")
 # RFC 9112 §3.2.2 absolute-form, for the schemes of RFC 9110 §4.2 (scheme
 # names are case-insensitive, RFC 3986 §3.1).
 _SCHEME: Final = re.compile(rb"https?://", re.IGNORECASE)
-# RFC 3986 §3.2: authority = [ userinfo "@" ] host [ ":" port ], without the
-# userinfo, which RFC 9110 §4.2.4 tells recipients to treat as an error, and
-# with a host that is not empty (RFC 9110 §4.2.1). An IP-literal is checked
-# for its shape only; a reg-name's escapes are checked like a segment's.
-#   IP-literal = "[" ( IPv6address / IPvFuture ) "]"
-#   IPvFuture  = "v" 1*HEXDIG "." 1*( unreserved / sub-delims / ":" )
-#   reg-name   = *( unreserved / pct-encoded / sub-delims )
-#   port       = *DIGIT   (here at most five, at most 65535: RFC 793's 16 bits)
-_REG_NAME_BYTE: Final = re.escape(g.to_bytes(g.REG_NAME | {g.PERCENT}))
-_AUTHORITY: Final = re.compile(
-    rb"(?P<host>\[[0-9A-Fa-f:.]+\]"
-    rb"|\[[Vv][0-9A-Fa-f]+\.[" + re.escape(g.to_bytes(g.REG_NAME | {ord(":")})) + rb"]+\]"
-    rb"|(?P<reg_name>[" + _REG_NAME_BYTE + rb"]+))"
-    rb"(?::(?P<port>[0-9]{0,5}))?"
-)
-# What a reg-name must not decode to: these would change the authority's
-# form (userinfo, port, IP-literal, query, fragment) or hide another escape.
-_AUTHORITY_DELIMITERS: Final = re.compile(r"[@:?#\[\]%]")
+# RFC 3986 §3.2: authority = [ userinfo "@" ] host [ ":" port ]. It is
+# read by the one host grammar (_host.py), as a Host header is: no userinfo
+# (RFC 9110 §4.2.4 tells recipients to treat it as an error), no escapes
+# (no browser sends them, and a decoded one could name another host), a
+# host that is not empty (RFC 9110 §4.2.1).
 
 
 @overload
@@ -146,26 +134,19 @@ def _parse(raw: bytes, p: Policy) -> Target:
 
 def _absolute_form(raw: bytes, p: Policy) -> tuple[int, str]:
     """Where the path of an absolute-form target starts, and its authority
-    with escapes decoded; ``bad-form`` (or the rule its host breaks) else."""
+    (``host[:port]``, lower-cased); ``bad-form`` for a scheme other than
+    http(s), ``bad-host`` for an authority the host grammar refuses."""
     scheme = _SCHEME.match(raw)
     if scheme is None:
         raise InvalidTarget("bad-form", "target", None, 0)
     start = scheme.end()
     ends = [i for i in (raw.find(b"/", start), raw.find(b"?", start)) if i >= 0]
     end = min(ends, default=len(raw))
-    authority = _AUTHORITY.fullmatch(raw, start, end)
-    if authority is None or int(authority["port"] or 0) > 65535:
-        raise InvalidTarget("bad-form", "target", None, 0)
-    host = authority["host"].decode("ascii")
-    if authority["reg_name"] is not None:
-        # Checked as a path segment is, whatever the keep switches: a kept
-        # %2F in a host would move the path (http://good.com%2F.evil.com/).
-        host = _decode(authority["reg_name"], start, "target", None, p, slashes=True)
-        delimiter = _AUTHORITY_DELIMITERS.search(host)
-        if delimiter:
-            at = start + _raw_offset(authority["reg_name"], _utf8_length(host[: delimiter.start()]))
-            raise InvalidTarget("bad-form", "target", None, at)
-    return end, host + raw[authority.end("host") : end].decode("ascii")
+    try:
+        host = parse_host(raw[start:end], "target")
+    except InvalidTarget as exc:
+        raise InvalidTarget("bad-host", "target", None, start + exc.offset) from None
+    return end, host.name if host.port is None else f"{host.name}:{host.port}"
 
 
 def _segment(
@@ -284,13 +265,7 @@ def _decode(
     except UnicodeDecodeError as exc:
         at = offset + _raw_offset(piece, exc.start)
         raise InvalidTarget("invalid-utf8", component, index, at) from None
-    forbidden = (
-        p._path_forbidden
-        if component == "path"
-        else p._query_forbidden
-        if component == "query"
-        else p._authority_forbidden
-    )
+    forbidden = p._path_forbidden if component == "path" else p._query_forbidden
     found_char = forbidden.search(text)
     if found_char:
         at = offset + _raw_offset(piece, _utf8_length(text[: found_char.start()]))

@@ -101,7 +101,6 @@ class Policy:
     _query_raw_bad: re.Pattern[bytes] = dataclasses.field(init=False, repr=False, compare=False)
     _path_forbidden: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
     _query_forbidden: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
-    _authority_forbidden: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
     #: The characters that separate parts inside a decoded segment: what a
     #: kept %2F / %5C becomes, and a raw '\\' the policy admits.
     _kept_separators: str = dataclasses.field(init=False, repr=False, compare=False)
@@ -145,8 +144,6 @@ class Policy:
         set_(self, "_query_raw_bad", _outside(query_raw))
 
         path_allowed = _allowed_intervals(ranges, self.allow_chars)
-        # The authority of an absolute-form target is text like a segment's.
-        set_(self, "_authority_forbidden", _forbidden_pattern(path_allowed))
         if self.path_params == "reject":
             # An escaped ';' in a segment too (as Spring's firewall does): a
             # decoder downstream turns %3B into a parameter delimiter.

@@ -73,7 +73,16 @@ StatusClass = Literal["served", "failed", "other"]
 #: Rules never loosened, whatever the log says (together with the
 #: always-forbidden characters and the raw bytes no setting accepts).
 PROTECTED_RULES: Final = frozenset(
-    ("malformed-escape", "invalid-utf8", "fragment", "bad-form", "dot-segment", "drive-letter")
+    (
+        "malformed-escape",
+        "invalid-utf8",
+        "fragment",
+        "bad-form",
+        "bad-host",
+        "host-not-allowed",
+        "dot-segment",
+        "drive-letter",
+    )
 )
 #: Always-forbidden characters that ``query_allow_chars`` may re-allow: the
 #: line breaks and tab of text typed into a ``<textarea>`` of a GET form
@@ -390,6 +399,8 @@ _REASONS: Final[dict[str, str]] = {
     "invalid-utf8": "percent-decoded bytes that are not UTF-8 (overlong forms, surrogates)",
     "fragment": "a '#' in the request target",
     "bad-form": "neither origin-form nor http(s) absolute-form",
+    "bad-host": "a host that is malformed or not the one the target names",
+    "host-not-allowed": "a host outside allowed_hosts",
     "dot-segment": "a '.' or '..' segment (path traversal)",
     "drive-letter": "a Windows drive before a kept separator (an absolute path)",
     "forbidden-char": "a control, bidi or other always-forbidden character",

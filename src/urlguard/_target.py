@@ -10,7 +10,9 @@ target, equality, ``repr`` and the lookups by name.
 from __future__ import annotations
 
 from abc import ABCMeta
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
+
+from ._host import Host, parse_host
 
 Pairs = tuple[tuple[str, str], ...]
 
@@ -34,7 +36,7 @@ class Target(metaclass=ABCMeta):  # noqa: B024
     C type registered as a subclass, with the same attributes.
     """
 
-    __slots__ = ("_authority", "_params", "_query", "_raw", "_segments")
+    __slots__ = ("_authority", "_host", "_params", "_query", "_raw", "_segments")
 
     def __init__(
         self,
@@ -50,6 +52,9 @@ class Target(metaclass=ABCMeta):  # noqa: B024
         self._query = query
         self._params = params
         self._authority = authority
+        # The request's host, set by the guard from the Host header (or
+        # :authority) it validated; None: the authority's, if any.
+        self._host: Host | None = None
 
     @property
     def raw(self) -> bytes:
@@ -68,11 +73,24 @@ class Target(metaclass=ABCMeta):  # noqa: B024
 
     @property
     def authority(self) -> str | None:
-        """``host[:port]`` of an absolute-form target, its escapes decoded
-        (they passed the same checks as a path segment's, and none decodes to
-        a delimiter); as sent otherwise: not lowercased, not IDNA-converted.
+        """``host[:port]`` of an absolute-form target, lower-cased (it passed
+        the host grammar: no escapes, no userinfo, an A-label not converted);
         ``None`` for an origin-form target."""
         return self._authority
+
+    @property
+    def host(self) -> str | None:
+        """The request's host, validated, lower-cased (``[...]`` for an IPv6
+        literal): from the Host header (or HTTP/2's ``:authority``) when a
+        guard checked the request, else the absolute-form target's;
+        ``None`` when there is neither (``parse_target(b"/x")``, HTTP/1.0
+        without Host)."""
+        return host_of(self._host, self._authority).name
+
+    @property
+    def port(self) -> int | None:
+        """The port that came with :attr:`host`, or ``None`` when none was given."""
+        return host_of(self._host, self._authority).port
 
     @property
     def segments(self) -> tuple[str, ...]:
@@ -119,6 +137,10 @@ class _AnyTarget(Protocol):
     @property
     def authority(self) -> str | None: ...
     @property
+    def host(self) -> str | None: ...
+    @property
+    def port(self) -> int | None: ...
+    @property
     def segments(self) -> tuple[str, ...]: ...
     @property
     def params(self) -> tuple[Pairs, ...]: ...
@@ -134,6 +156,8 @@ def equal(target: _AnyTarget, other: object) -> Any:
     return (
         target.raw == other.raw
         and target.authority == other.authority
+        and target.host == other.host
+        and target.port == other.port
         and target.segments == other.segments
         and target.params == other.params
         and target.query == other.query
@@ -143,8 +167,11 @@ def equal(target: _AnyTarget, other: object) -> Any:
 def describe(target: _AnyTarget) -> str:
     """``repr(target)``."""
     params = f", params={target.params!r}" if any(target.params) else ""
+    host = f", host={target.host!r}" if target.host is not None else ""
+    port = f", port={target.port!r}" if target.port is not None else ""
     return (
-        f"Target(raw={target.raw!r}, segments={target.segments!r}, query={target.query!r}{params})"
+        f"Target(raw={target.raw!r}, segments={target.segments!r}, "
+        f"query={target.query!r}{params}{host}{port})"
     )
 
 
@@ -154,10 +181,27 @@ def rebuild(
     query: Pairs,
     params: tuple[Pairs, ...] | None,
     authority: str | None,
+    host: tuple[str | None, int | None] | None = None,
 ) -> Target:
     """A ``Target`` from its fields: how a copy or a pickle of either
     parser's target is made (a plain ``Target``, wherever it is loaded)."""
-    return Target(raw, segments, query, params=params, authority=authority)
+    target = Target(raw, segments, query, params=params, authority=authority)
+    if host is not None and host[0] is not None:
+        target._host = Host(host[0], host[1])
+    return target
+
+
+_NO_HOST: Final = Host(None, None)  # type: ignore[arg-type]  # the name of no host
+
+
+def host_of(host: Host | None, authority: str | None) -> Host:
+    """The host a guard set, else the absolute-form authority's (which
+    passed the same grammar), else one whose name and port are ``None``."""
+    if host is not None:
+        return host
+    if authority is not None:
+        return parse_host(authority.encode("ascii"), "target")
+    return _NO_HOST
 
 
 def first_value(query: Pairs, name: str, default: str | None) -> str | None:
