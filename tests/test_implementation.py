@@ -5,9 +5,11 @@ interpreter)."""
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -95,3 +97,145 @@ def test_public_parse_target_is_the_chosen_one() -> None:
         "parse_split_target",
         "parse_target",
     ]
+
+
+# -- the warning when the compiled parser is missing ---------------------------------
+
+# A child that imports urlguard as an install without the compiled module
+# would: a finder ahead of the others answers for that one name what the
+# import system answers for a file that is not there. The PyPy case swaps
+# the interpreter's name before the import, which is all the choice reads.
+# Log records go to stdout, between the child's own marks, so that the test
+# sees which call logged.
+_CHILD = """
+import logging, sys, types
+class NotBuilt:
+    def find_spec(self, name, path=None, target=None):
+        if name == "urlguard._parser_c":
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+if {missing!r}:
+    sys.meta_path.insert(0, NotBuilt())
+if {interpreter!r} != "cpython":
+    sys.implementation = types.SimpleNamespace(
+        **{{**vars(sys.implementation), "name": {interpreter!r}}}
+    )
+logging.basicConfig(stream=sys.stdout, format="%(levelname)s %(name)s: %(message)s")
+import urlguard
+print("implementation", urlguard.IMPLEMENTATION)
+{body}
+"""
+_BY_FUNCTION = """
+from urlguard import _parser
+_parser.warn_if_pure()
+print("first call")
+_parser.warn_if_pure()
+print("second call")
+"""
+# Guards of both protocols: one warning for the process, whichever comes first.
+_BY_GUARDS = """
+from urlguard.asgi import StrictURLMiddleware as ASGIGuard
+from urlguard.wsgi import StrictURLMiddleware as WSGIGuard
+WSGIGuard(lambda environ, start_response: [])
+print("first guard")
+ASGIGuard(lambda scope, receive, send: None)
+print("second guard")
+"""
+WARNING = "WARNING urlguard: the compiled parser is not installed"
+
+
+def _child_lines(
+    body: str, *, missing: bool, interpreter: str = "cpython", no_extensions: str | None = None
+) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("URLGUARD_")}
+    if no_extensions is not None:
+        env["URLGUARD_NO_EXTENSIONS"] = no_extensions
+    code = _CHILD.format(missing=missing, interpreter=interpreter, body=body)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert result.stderr == ""
+    return result.stdout.splitlines()
+
+
+def test_missing_compiled_parser_warns_once() -> None:
+    lines = _child_lines(_BY_FUNCTION, missing=True)
+    assert lines[0] == "implementation python"
+    assert lines[1].startswith(WARNING), lines
+    assert lines[2:] == ["first call", "second call"]
+    # One line: a log shows it whole, and it says what to do about it.
+    (warning,) = [line for line in lines if "urlguard" in line]
+    assert "No module named 'urlguard._parser_c'" in warning
+    assert "install a C compiler" in warning
+    assert "--no-cache-dir" in warning
+    assert "URLGUARD_NO_EXTENSIONS=1" in warning
+
+
+def test_first_guard_warns_and_the_second_does_not() -> None:
+    lines = _child_lines(_BY_GUARDS, missing=True)
+    assert lines[0] == "implementation python"
+    assert lines[1].startswith(WARNING), lines
+    assert lines[2:] == ["first guard", "second guard"]
+
+
+@pytest.mark.parametrize(
+    ("missing", "interpreter", "no_extensions", "implementation"),
+    [
+        P(True, "cpython", "1", "python", id="URLGUARD_NO_EXTENSIONS=1"),
+        P(True, "cpython", "yes", "python", id="URLGUARD_NO_EXTENSIONS=yes"),
+        P(True, "pypy", None, "python", id="PyPy"),
+        P(False, "pypy", None, "python", id="PyPy beside a compiled module"),
+        P(False, "cpython", "1", "python", id="switch beside a compiled module"),
+    ],
+)
+def test_a_chosen_reference_is_silent(
+    missing: bool, interpreter: str, no_extensions: str | None, implementation: str
+) -> None:
+    for body in (_BY_FUNCTION, _BY_GUARDS):
+        lines = _child_lines(
+            body, missing=missing, interpreter=interpreter, no_extensions=no_extensions
+        )
+        assert lines[0] == f"implementation {implementation}"
+        assert not [line for line in lines if "urlguard" in line], lines
+
+
+@pytest.mark.skipif(not COMPILED_BUILT, reason="the compiled parser is not built here")
+def test_the_compiled_parser_is_silent() -> None:
+    for body in (_BY_FUNCTION, _BY_GUARDS):
+        lines = _child_lines(body, missing=False)
+        assert lines[0] == "implementation compiled"
+        assert not [line for line in lines if "urlguard" in line], lines
+
+
+def test_switch_that_is_not_a_yes_still_warns() -> None:
+    """``URLGUARD_NO_EXTENSIONS=0`` asks for the compiled parser: its absence is news."""
+    lines = _child_lines(_BY_FUNCTION, missing=True, no_extensions="0")
+    assert lines[1].startswith(WARNING), lines
+
+
+def test_threads_making_guards_at_once_log_one_line(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from urlguard import _parser
+
+    monkeypatch.setattr(_parser, "_missing", "No module named 'urlguard._parser_c'")
+    monkeypatch.setattr(_parser, "_warned", False)
+    start = threading.Barrier(8)
+
+    def make() -> None:
+        start.wait()
+        _parser.warn_if_pure()
+
+    threads = [threading.Thread(target=make) for _ in range(8)]
+    with caplog.at_level(logging.WARNING, logger="urlguard"):
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    messages = [r.getMessage() for r in caplog.records if r.name == "urlguard"]
+    assert len(messages) == 1, messages
+    assert messages[0].startswith("the compiled parser is not installed")

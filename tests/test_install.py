@@ -6,19 +6,32 @@
   still succeeds, with the pure-Python parser, and the build says so once.
 * ``URLGUARD_NO_EXTENSIONS=1`` at build time makes the pure
   ``py3-none-any`` wheel, the fallback for every other platform.
+* A tree that was built before holds a compiled module in ``build/`` and,
+  as ``build_ext --inplace`` leaves it, in ``src/urlguard/``. Built again
+  without a compiler it makes the pure ``py3-none-any`` wheel, with neither
+  module in it; built again with one, a platform wheel that holds it.
+
+A wheel's tag says what it holds: a platform wheel always has the compiled
+parser, a ``py3-none-any`` one never does. Since pip shows a build's output
+only under ``-v``, the first guard a process makes on CPython without the
+compiled parser logs one warning (logger ``urlguard``); the second does not,
+and neither does a process that chose the pure parser
+(``URLGUARD_NO_EXTENSIONS=1``).
 
 The builds fetch only their build requirements (setuptools, Cython), from
-the package index or pip's cache. Slow (minutes), so marked ``install``:
-``tox -e install`` runs them.
+the package index or pip's cache. Slow (a minute or two), so marked
+``install``: ``tox -e install`` runs them.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -27,11 +40,29 @@ pytestmark = pytest.mark.install
 
 ROOT = Path(__file__).resolve().parent.parent
 FALLBACK = "urlguard: the compiled parser could not be built"
+WARNING = "WARNING urlguard: the compiled parser is not installed"
 # What a source tree holds that a user's checkout would not.
 NOT_SOURCE = shutil.ignore_patterns(
     ".git", ".tox", ".venv*", "build", "dist", "*.egg-info", "__pycache__", "*.so", "*.c",
     ".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache", "site",
 )  # fmt: skip
+# The compiled parser in a wheel or a tree, under any platform's suffix.
+COMPILED_MODULE = re.compile(r"(^|/)urlguard/_parser_c\.[^/]*(\.so|\.pyd)$")
+
+# Two guards, one per protocol, with the log on stdout between the marks:
+# the warning, if any, shows which guard logged it.
+GUARDS = """
+import logging, sys
+logging.basicConfig(stream=sys.stdout, format="%(levelname)s %(name)s: %(message)s")
+import urlguard
+from urlguard.asgi import StrictURLMiddleware as ASGIGuard
+from urlguard.wsgi import StrictURLMiddleware as WSGIGuard
+print("implementation", urlguard.IMPLEMENTATION)
+WSGIGuard(lambda environ, start_response: [])
+print("first guard")
+ASGIGuard(lambda scope, receive, send: None)
+print("second guard")
+"""
 
 
 def _env(**changes: str) -> dict[str, str]:
@@ -41,8 +72,10 @@ def _env(**changes: str) -> dict[str, str]:
     return env
 
 
-def _run(args: list[str | Path], env: dict[str, str], cwd: Path) -> str:
-    done = subprocess.run(
+def _attempt(
+    args: list[str | Path], env: dict[str, str], cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [str(a) for a in args],
         cwd=cwd,
         env=env,
@@ -51,21 +84,33 @@ def _run(args: list[str | Path], env: dict[str, str], cwd: Path) -> str:
         timeout=480,
         check=False,
     )
+
+
+def _run(args: list[str | Path], env: dict[str, str], cwd: Path) -> str:
+    done = _attempt(args, env, cwd)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
     return output
 
 
-@pytest.fixture(scope="module")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An sdist and a wheel built from it by ``python -m build``, from a copy
-    of the source tree (a build writes into its tree)."""
-    base = tmp_path_factory.mktemp("build")
-    source = base / "source"
-    shutil.copytree(ROOT, source, ignore=NOT_SOURCE)
-    out = base / "dist"
-    _run([sys.executable, "-m", "build", "--outdir", out, source], _env(), base)
-    return out
+def _copy_source(to: Path) -> Path:
+    shutil.copytree(ROOT, to, ignore=NOT_SOURCE)
+    return to
+
+
+def _build_wheel(tree: Path, out: Path, **env: str) -> tuple[Path, str]:
+    """``python -m build --wheel`` in the tree itself, as ``pip install .``
+    does: the tree's ``build/`` is used and kept."""
+    log = _run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", out, tree], _env(**env), out.parent
+    )
+    (wheel,) = out.glob("urlguard-*.whl")
+    return wheel, log
+
+
+def _compiled_modules(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        return [name for name in archive.namelist() if COMPILED_MODULE.search(name)]
 
 
 def _fresh_venv(path: Path) -> Path:
@@ -73,9 +118,67 @@ def _fresh_venv(path: Path) -> Path:
     return path / "bin" / "python"
 
 
+def _installed(wheel: Path, at: Path) -> Path:
+    python = _fresh_venv(at / "venv")
+    _run([python, "-m", "pip", "install", "--no-deps", wheel], _env(), at)
+    return python
+
+
 def _implementation(python: Path, cwd: Path) -> str:
     code = "import urlguard; print(urlguard.IMPLEMENTATION)"
     return _run([python, "-c", code], _env(), cwd).strip()
+
+
+def _guards(python: Path, cwd: Path, **env: str) -> list[str]:
+    return _run([python, "-c", GUARDS], _env(**env), cwd).splitlines()
+
+
+def _assert_warns_on_the_first_guard_only(python: Path, cwd: Path) -> None:
+    lines = _guards(python, cwd)
+    assert lines[0] == "implementation python", lines
+    assert lines[1].startswith(WARNING), lines
+    assert "URLGUARD_NO_EXTENSIONS=1" in lines[1]
+    assert lines[2:] == ["first guard", "second guard"], lines
+
+
+def _assert_silent(python: Path, cwd: Path, implementation: str, **env: str) -> None:
+    lines = _guards(python, cwd, **env)
+    assert lines == [f"implementation {implementation}", "first guard", "second guard"]
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An sdist and a wheel built from it by ``python -m build``, from a copy
+    of the source tree (a build writes into its tree)."""
+    base = tmp_path_factory.mktemp("build")
+    source = _copy_source(base / "source")
+    out = base / "dist"
+    _run([sys.executable, "-m", "build", "--outdir", out, source], _env(), base)
+    return out
+
+
+@pytest.fixture(scope="module")
+def built_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tree built before with a compiler: its compiled module is in
+    ``build/lib*/urlguard/`` and, where ``build_ext --inplace`` puts it, in
+    ``src/urlguard/``. Each test builds in a copy of it."""
+    base = tmp_path_factory.mktemp("built")
+    tree = _copy_source(base / "tree")
+    _build_wheel(tree, base / "first")
+    (module,) = tree.glob("build/lib*/urlguard/_parser_c.*.so")
+    shutil.copy2(module, tree / "src" / "urlguard")
+    return tree
+
+
+def _copy_built(tree: Path, to: Path) -> Path:
+    shutil.copytree(tree, to)
+    # The precondition: both earlier modules are there to be shipped by mistake.
+    assert list(to.glob("build/lib*/urlguard/_parser_c.*.so"))
+    assert list(to.glob("src/urlguard/_parser_c.*.so"))
+    return to
+
+
+# -- from an sdist --------------------------------------------------------------------
 
 
 def test_build_makes_an_sdist_and_a_compiled_wheel(dist: Path) -> None:
@@ -83,11 +186,13 @@ def test_build_makes_an_sdist_and_a_compiled_wheel(dist: Path) -> None:
     (wheel,) = dist.glob("urlguard-*.whl")
     assert "-cp3" in wheel.name, wheel.name
     assert "none-any" not in wheel.name
+    assert len(_compiled_modules(wheel)) == 1, wheel.name
     listing = subprocess.run(
         ["tar", "tzf", sdist], capture_output=True, text=True, check=True, timeout=60
     ).stdout
     for member in ("setup.py", "pyproject.toml", "src/urlguard/_parser_c.pyx", "LICENSE"):
         assert f"/{member}" in listing, member
+    assert not [name for name in listing.splitlines() if COMPILED_MODULE.search(name)]
 
 
 def test_install_with_a_compiler_gives_the_compiled_parser(dist: Path, tmp_path: Path) -> None:
@@ -95,6 +200,7 @@ def test_install_with_a_compiler_gives_the_compiled_parser(dist: Path, tmp_path:
     python = _fresh_venv(tmp_path / "venv")
     _run([python, "-m", "pip", "install", "--no-deps", sdist], _env(), tmp_path)
     assert _implementation(python, tmp_path) == "compiled"
+    _assert_silent(python, tmp_path, "compiled")
 
 
 def test_install_without_a_compiler_falls_back_and_says_so(dist: Path, tmp_path: Path) -> None:
@@ -107,7 +213,9 @@ def test_install_without_a_compiler_falls_back_and_says_so(dist: Path, tmp_path:
         tmp_path,
     )
     assert log.count(FALLBACK) == 1, log[-4000:]
+    assert re.search(r"Created wheel for urlguard: filename=\S+-py3-none-any\.whl", log), log
     assert _implementation(python, tmp_path) == "python"
+    _assert_warns_on_the_first_guard_only(python, tmp_path)
 
 
 def test_no_extensions_at_build_time_makes_the_pure_wheel(dist: Path, tmp_path: Path) -> None:
@@ -117,6 +225,78 @@ def test_no_extensions_at_build_time_makes_the_pure_wheel(dist: Path, tmp_path: 
     _run([sys.executable, "-m", "build", "--wheel", "--outdir", out, sdist], env, tmp_path)
     (wheel,) = out.glob("urlguard-*.whl")
     assert wheel.name.endswith("-py3-none-any.whl"), wheel.name
-    python = _fresh_venv(tmp_path / "venv")
-    _run([python, "-m", "pip", "install", "--no-deps", wheel], _env(), tmp_path)
+    assert _compiled_modules(wheel) == []
+    python = _installed(wheel, tmp_path)
     assert _implementation(python, tmp_path) == "python"
+    # The switch at run time too: the pure parser by choice, and silent.
+    _assert_silent(python, tmp_path, "python", URLGUARD_NO_EXTENSIONS="1")
+
+
+# -- from a tree that was built before ------------------------------------------------------
+
+
+def test_built_tree_without_a_compiler_makes_the_pure_wheel(
+    built_tree: Path, tmp_path: Path
+) -> None:
+    tree = _copy_built(built_tree, tmp_path / "tree")
+    wheel, log = _build_wheel(tree, tmp_path / "out", CC="false")
+    assert log.count(FALLBACK) == 1, log[-4000:]
+    assert wheel.name.endswith("-py3-none-any.whl"), wheel.name
+    assert _compiled_modules(wheel) == [], "an earlier build's module was shipped"
+    python = _installed(wheel, tmp_path)
+    assert _implementation(python, tmp_path) == "python"
+    _assert_warns_on_the_first_guard_only(python, tmp_path)
+    _assert_silent(python, tmp_path, "python", URLGUARD_NO_EXTENSIONS="1")
+
+
+def test_built_tree_without_a_compiler_and_without_build_isolation(tmp_path: Path) -> None:
+    """Without build isolation the tree's compiled module is up to date for
+    setuptools (newer than its sources, and Cython is the same one), so it
+    would not even call the compiler: the fallback must not depend on a
+    compile being tried."""
+    builder = _fresh_venv(tmp_path / "builder")
+    pip: list[str | Path] = [builder, "-m", "pip"]
+    _run([*pip, "install", "setuptools>=77", "Cython>=3.0"], _env(), tmp_path)
+    tree = _copy_source(tmp_path / "tree")
+    wheel_args = [*pip, "wheel", "-v", "--no-deps", "--no-build-isolation"]
+    _run([*wheel_args, "-w", tmp_path / "first", tree], _env(), tmp_path)
+    (module,) = tree.glob("build/lib*/urlguard/_parser_c.*.so")
+    built_at = module.stat().st_mtime_ns
+    # The precondition: with a compiler, a second build keeps the module as it is.
+    _run([*wheel_args, "-w", tmp_path / "second", tree], _env(), tmp_path)
+    assert module.stat().st_mtime_ns == built_at
+    (second,) = (tmp_path / "second").glob("urlguard-*.whl")
+    assert len(_compiled_modules(second)) == 1, second.name
+
+    log = _run([*wheel_args, "-w", tmp_path / "third", tree], _env(CC="false"), tmp_path)
+    assert log.count(FALLBACK) == 1, log[-4000:]
+    (third,) = (tmp_path / "third").glob("urlguard-*.whl")
+    assert third.name.endswith("-py3-none-any.whl"), third.name
+    assert _compiled_modules(third) == [], "an earlier build's module was shipped"
+
+
+def test_built_tree_with_a_compiler_makes_a_platform_wheel(
+    built_tree: Path, tmp_path: Path
+) -> None:
+    tree = _copy_built(built_tree, tmp_path / "tree")
+    wheel, log = _build_wheel(tree, tmp_path / "out")
+    assert FALLBACK not in log
+    assert "-cp3" in wheel.name, wheel.name
+    assert "none-any" not in wheel.name
+    assert len(_compiled_modules(wheel)) == 1, wheel.name
+    python = _installed(wheel, tmp_path)
+    assert _implementation(python, tmp_path) == "compiled"
+    _assert_silent(python, tmp_path, "compiled")
+
+
+def test_require_extensions_makes_the_fallback_an_error(built_tree: Path, tmp_path: Path) -> None:
+    """The platform wheels are built so (pyproject.toml's cibuildwheel
+    environment): no compiler there is a failed build, never a pure wheel
+    under a platform tag."""
+    tree = _copy_built(built_tree, tmp_path / "tree")
+    out = tmp_path / "out"
+    args: list[str | Path] = [sys.executable, "-m", "build", "--wheel", "--outdir", out, tree]
+    done = _attempt(args, _env(CC="false", URLGUARD_REQUIRE_EXTENSIONS="1"), tmp_path)
+    assert done.returncode != 0, (done.stdout + done.stderr)[-4000:]
+    assert FALLBACK not in done.stdout + done.stderr
+    assert not list(out.glob("*.whl"))

@@ -166,6 +166,7 @@ class Guard(Generic[C, A]):
     ) -> None:
         self.owner = owner
         self.parser = _parser_module(owner, parser)
+        _parser.warn_if_pure()  # pip hides the build's output: say it once here
         # Bound once: the two functions every request calls.
         self._parse: Callable[[bytes, Policy], Target] = self.parser.parse_target
         self._parse_split: Callable[[bytes, bytes, Policy], Target] = self.parser.parse_split_target

@@ -13,12 +13,20 @@ is chosen once, at import:
 ``PARSER`` is the chosen module: what a guard uses unless it is handed
 another (``StrictURLMiddleware(app, parser=urlguard._parser_py)``), as the
 tests do to run everything on both.
+
+The last case is not a choice: the install could not build the compiled
+module (no C compiler, no Python headers) and pip showed the one line that
+said so only under ``pip -v``. So :func:`warn_if_pure`, called where a guard
+is made, logs one warning for the whole process, on CPython only and only
+when nobody asked for the reference.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import threading
 from types import ModuleType
 from typing import Literal
 
@@ -37,18 +45,56 @@ IMPLEMENTATION: Literal["compiled", "python"]
 #: Its module, with ``parse_target`` and ``parse_split_target``.
 PARSER: ModuleType
 
+# Why the compiled module is missing where it was wanted (CPython, no
+# URLGUARD_NO_EXTENSIONS): the ImportError's message. None when the compiled
+# module runs or the reference was chosen.
+_missing: str | None = None
+_wanted = not _no_extensions() and sys.implementation.name == "cpython"
+
 # The reference is imported last, in the handler, as markupsafe and yarl do:
 # static readers of the source (the API reference's generator) then document
 # the reference's functions, which carry the docstrings.
 try:
-    if _no_extensions() or sys.implementation.name != "cpython":
+    if not _wanted:
         raise ImportError("the compiled parser is not wanted here")
+    # The functions first: for a module that is not there, this import says
+    # "No module named ..." (the warning quotes it); the module-level import
+    # would say "cannot import name" and blame a circular import.
+    from ._parser_c import parse_split_target, parse_target  # noqa: I001
     from . import _parser_c as PARSER
-    from ._parser_c import parse_split_target, parse_target
-except ImportError:  # not wanted, or built without a C compiler: the reference
+except ImportError as error:  # not wanted, or built without a C compiler: the reference
     from . import _parser_py as PARSER
     from ._parser_py import parse_split_target, parse_target  # type: ignore[no-redef]
 
     IMPLEMENTATION = "python"
+    if _wanted:
+        _missing = str(error)
 else:
     IMPLEMENTATION = "compiled"
+
+_warned = False
+_warned_lock = threading.Lock()
+
+
+def warn_if_pure() -> None:
+    """Log, once per process, that the compiled parser is missing and how to
+    get it, if it is: CPython, no ``URLGUARD_NO_EXTENSIONS``, and the compiled
+    module could not be imported. Silent in every other case (PyPy and the
+    switch choose the reference on purpose). The answers are the same either
+    way; only the speed differs, so this is a warning, never an error."""
+    global _warned
+    if _missing is None or _warned:
+        return
+    with _warned_lock:  # two guards made at once in two threads still log one line
+        if _warned:
+            return
+        _warned = True
+    logging.getLogger("urlguard").warning(
+        "the compiled parser is not installed (%s), so urlguard runs its pure-Python parser: "
+        "the same answers, slower. To get it, install a C compiler and Python's headers, "
+        "then build urlguard again without pip's cache (pip install --force-reinstall "
+        "--no-cache-dir --no-binary urlguard urlguard, or pip install --force-reinstall "
+        "--no-cache-dir . in a clone); to choose the pure-Python parser without this "
+        "warning, set URLGUARD_NO_EXTENSIONS=1",
+        _missing,
+    )
