@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -212,6 +213,10 @@ def running(
             _stop(process, grace)
 
 
+# The authority of an absolute-form target (RFC 3986 §3.2), when there is one.
+_AUTHORITY = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]+)")
+
+
 def build_request(
     port: int,
     target: bytes,
@@ -221,12 +226,17 @@ def build_request(
     close: bool = True,
 ) -> bytes:
     """The exact bytes ``METHOD SP target SP HTTP/1.1``, Host, extra headers, and
-    ``Connection: close`` when ``close`` (unless ``headers`` name Host or Connection)."""
+    ``Connection: close`` when ``close`` (unless ``headers`` name Host or Connection).
+
+    Host is what a client sends (RFC 9112 §3.2): an absolute-form target's
+    authority, else the server's address."""
     extra = list(headers)
     names = {name.lower() for name, _ in extra}
     lines = [method + b" " + target + b" HTTP/1.1"]
     if b"host" not in names:
-        lines.append(b"Host: " + f"{HOST}:{port}".encode("ascii"))
+        absolute = _AUTHORITY.match(target)
+        host = absolute[1] if absolute is not None else f"{HOST}:{port}".encode("ascii")
+        lines.append(b"Host: " + host)
     lines.extend(name + b": " + value for name, value in extra)
     if close and b"connection" not in names:
         lines.append(b"Connection: close")

@@ -46,6 +46,12 @@ SERVERS = EXACT + REDUCING
 _ABSOLUTE = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*://[^/?]*")
 
 
+def _host_for(wire: bytes) -> bytes:
+    match = _ABSOLUTE.match(wire)
+    authority = match[0].partition(b"://")[2] if match is not None else b""
+    return authority or b"testserver"
+
+
 def server_scope(
     server: str,
     wire: bytes,
@@ -56,7 +62,10 @@ def server_scope(
     headers: tuple[tuple[bytes, bytes], ...] = (),
     extensions: dict[str, Any] | None = None,
 ) -> Scope:
-    """The scope ``server`` builds for the request target ``wire``."""
+    """The scope ``server`` builds for the request target ``wire``, sent with
+    the Host a client sends: an absolute-form target's authority, else
+    ``testserver``."""
+    host = _host_for(wire)
     target = wire
     if server in REDUCING:
         target = target.split(b"#", 1)[0]
@@ -80,7 +89,7 @@ def server_scope(
         "raw_path": raw_path,
         "query_string": query,
         "root_path": root_path,
-        "headers": [(b"host", b"testserver"), *headers],
+        "headers": [(b"host", host), *headers],
         "client": ("127.0.0.1", 51000),
         "server": ("127.0.0.1", 8000),
     }
@@ -564,6 +573,7 @@ def _h2_scope(
     )
     scope["raw_path"], scope["query_string"] = raw, query
     scope["path"] = unquote_to_bytes(bytes(raw)).decode("utf-8", "replace")
+    scope["headers"][0] = (b"host", _host_for(bytes(raw)))
     if version is None:
         del scope["http_version"]
     else:

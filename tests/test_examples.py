@@ -376,7 +376,12 @@ def test_tour_finds_the_guards_log_lines(caplog: pytest.LogCaptureFixture) -> No
         return None
 
     guarded = StrictURLMiddleware(app)
-    environ = {"REQUEST_METHOD": "GET", "RAW_URI": "/a%C4", "PATH_INFO": "/a\ufffd"}
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "RAW_URI": "/a%C4",
+        "PATH_INFO": "/a\ufffd",
+        "HTTP_HOST": "localhost",
+    }
     with caplog.at_level("WARNING", logger="urlguard"):
         guarded(environ, start_response)
     [message] = [record.getMessage() for record in caplog.records]

@@ -27,7 +27,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple, get_type_hints
@@ -150,6 +150,7 @@ OPTIONS = {
     "missing_raw_target": MissingRawTarget,
     "log_level": int,
     "parser": ModuleType | None,
+    "allowed_hosts": Iterable[str] | None,
 }
 
 
@@ -160,11 +161,11 @@ def test_options_are_typed_keywords(middleware: type[GuardedMiddleware[Any, Any]
     app, *options = inspect.signature(middleware).parameters.values()
     assert [app.name, *(p.name for p in options)] == [
         "app", "policy", "routes", "config", "mode", "on_reject", "on_violation",
-        "missing_raw_target", "log_level", "parser",
+        "missing_raw_target", "log_level", "parser", "allowed_hosts",
     ]  # fmt: skip
     assert app.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
     assert {p.kind for p in options} == {inspect.Parameter.KEYWORD_ONLY}
-    assert [p.default for p in options] == [None] * 6 + ["refuse", logging.WARNING, None]
+    assert [p.default for p in options] == [None] * 6 + ["refuse", logging.WARNING, None, None]
     hints = get_type_hints(middleware.__init__)
     assert {name: hints[name] for name in OPTIONS} == OPTIONS
 

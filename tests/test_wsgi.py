@@ -70,7 +70,13 @@ def server_environ(
     method: str = "GET",
     accept: str | None = None,
 ) -> dict[str, Any]:
-    """The environ ``server`` builds for the request target ``wire``."""
+    """The environ ``server`` builds for the request target ``wire``, sent
+    with the Host a client sends: an absolute-form target's authority, else
+    ``127.0.0.1:8000``."""
+    absolute = re.match(rb"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)", wire)
+    host = (
+        absolute[1].decode("latin-1") if absolute is not None and absolute[1] else "127.0.0.1:8000"
+    )
     if server == "werkzeug" and wire.startswith(b"//"):
         wire = b"/" + wire.lstrip(b"/")  # http.server collapses a leading '//'
     raw_path, _, query = wire.partition(b"?")
@@ -90,7 +96,7 @@ def server_environ(
         "SERVER_PROTOCOL": "HTTP/1.1",
         "REMOTE_ADDR": "127.0.0.1",
         "REMOTE_PORT": "51000",
-        "HTTP_HOST": "127.0.0.1:8000",
+        "HTTP_HOST": host,
         "wsgi.version": (1, 0),
         "wsgi.url_scheme": "http",
         "wsgi.input": NoInput(),

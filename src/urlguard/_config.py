@@ -4,6 +4,7 @@ A TOML file, standalone or as ``[tool.urlguard]`` in ``pyproject.toml``::
 
     preset = "strict"            # or "browser"
     mode = "enforce"             # or "report" (middleware only)
+    allowed_hosts = ["example.com", "*.example.com"]   # default: any valid host
     max_segments = 64
     allowed_ranges = [[0x20, 0x7E], [0xA0, 0xFF]]
 
@@ -24,12 +25,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from ._hosts import AllowedHosts
 from ._policy import DEFAULT_POLICY, Policy
 
 Mode = Literal["enforce", "report"]
 MODES: Final[tuple[str, ...]] = ("enforce", "report")
 PRESETS: Final[tuple[str, ...]] = ("strict", "browser")
-_TOP_LEVEL_KEYS: Final = frozenset(("preset", "mode", "routes"))
+_TOP_LEVEL_KEYS: Final = frozenset(("preset", "mode", "routes", "allowed_hosts"))
 
 
 def preset_policy(preset: str) -> Policy:
@@ -39,11 +41,13 @@ def preset_policy(preset: str) -> Policy:
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """A base policy, per-route policies by raw path prefix, and a mode."""
+    """A base policy, per-route policies by raw path prefix, a mode, and
+    the hosts the application serves (``None``: any valid host)."""
 
     policy: Policy = DEFAULT_POLICY
     routes: tuple[tuple[str, Policy], ...] = ()
     mode: Mode = "enforce"
+    allowed_hosts: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.policy, Policy):
@@ -54,6 +58,8 @@ class Config:
             check_prefix(prefix, "Config.routes")
             if not isinstance(policy, Policy):
                 raise TypeError(f"Config.routes[{prefix!r}] must be a urlguard.Policy")
+        if self.allowed_hosts is not None:
+            AllowedHosts(self.allowed_hosts, "Config.allowed_hosts")  # raises on a bad entry
 
 
 def config_from_mapping(
@@ -85,7 +91,13 @@ def config_from_mapping(
         if not isinstance(route_overrides, Mapping):
             raise TypeError(f"{where}: expected a table of policy settings")
         routes.append((prefix, route_policy(policy, route_overrides, where)))
-    return Config(policy=policy, routes=tuple(routes), mode=mode)
+    hosts = mapping.get("allowed_hosts")
+    if hosts is not None:
+        if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+            raise TypeError(f"{source}: allowed_hosts must be a list of host names")
+        AllowedHosts(hosts, source)  # raises on a bad entry, naming the file
+        hosts = tuple(hosts)
+    return Config(policy=policy, routes=tuple(routes), mode=mode, allowed_hosts=hosts)
 
 
 def load_config(path: str | os.PathLike[str], *, default_preset: str = "strict") -> Config:

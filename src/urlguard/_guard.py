@@ -41,7 +41,7 @@ import os
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from types import ModuleType
 from typing import Any, Final, Generic, Literal, NamedTuple, TypeVar
 from urllib.parse import quote_from_bytes
@@ -51,6 +51,8 @@ from . import _parser
 from ._answers import Answer, answer, refusal, rejection
 from ._config import MODES, Config, Mode, check_prefix, load_config, route_policy
 from ._errors import InvalidTarget
+from ._host import Host
+from ._hosts import AllowedHosts, HostCheck, agree
 from ._policy import DEFAULT_POLICY, Policy
 from ._routes import Route, RouteTable, is_server_wide_options, unmount
 from ._segments import ROUTERS, SLASH, VIEW_KEY, SegmentRouter, view_of
@@ -124,6 +126,7 @@ class Guard(Generic[C, A]):
         "_read",
         "_violations",
         "app",
+        "hosts",
         "log_level",
         "missing",
         "missing_raw_target",
@@ -163,6 +166,7 @@ class Guard(Generic[C, A]):
         missing_raw_target: object = "refuse",
         log_level: object = logging.WARNING,
         parser: object = None,
+        allowed_hosts: object = None,
     ) -> None:
         self.owner = owner
         self.parser = _parser_module(owner, parser)
@@ -186,6 +190,11 @@ class Guard(Generic[C, A]):
             self.policy = DEFAULT_POLICY if policy is None else policy
             pairs = _routes(owner, routes, self.policy)
             default_mode = "enforce"
+        if allowed_hosts is None and cfg is not None:
+            allowed_hosts = cfg.allowed_hosts
+        self.hosts = HostCheck(
+            None if allowed_hosts is None else AllowedHosts(allowed_hosts, owner)
+        )
         self.table = RouteTable(self.policy, pairs, owner)
         self.routes = self.table.routes
         self.routed = bool(self.routes)  # a bool: the quickest test on every request
@@ -228,7 +237,12 @@ class Guard(Generic[C, A]):
     # -- the decision ---------------------------------------------------------
 
     def decide(
-        self, raw: bytes | None, query: bytes | None, mount: bytes | None, carrier: C
+        self,
+        raw: bytes | None,
+        query: bytes | None,
+        mount: bytes | None,
+        carrier: C,
+        host: bytes | None = None,
     ) -> Answer | A | None:
         """What to do with one request (see the module documentation).
 
@@ -236,9 +250,41 @@ class Guard(Generic[C, A]):
         gave none; with ``query`` ``None`` it is the whole target (WSGI), else
         the path, the query being ``query`` (ASGI: ``/a?`` and ``/a`` look
         alike). ``mount`` is the decoded mount point, as bytes, or ``None``.
-        An accepted target is stored in ``carrier`` at ``"urlguard.target"``,
-        and the answer is ``None``: call the application.
+        ``host`` is the Host value (``_hosts``: ``b""`` when an HTTP/1.1
+        request has none, several joined by ``", "``), or ``None`` when
+        there is nothing to check (HTTP/1.0 without Host). It is checked
+        first; an absolute-form target must name the same authority. An
+        accepted target is stored in ``carrier`` at ``"urlguard.target"``,
+        with its host, and the answer is ``None``: call the application.
         """
+        if host is None:
+            return self._decide_target(raw, query, mount, carrier)
+        known = self.hosts.known.get(host)
+        if known is None:
+            try:
+                known = self.hosts.judge(host)
+            except InvalidTarget as exc:
+                return self._host_invalid(exc, raw, query, carrier, host)
+        decision = self._decide_target(raw, query, mount, carrier)
+        if decision is None:
+            target = carrier.get(TARGET_KEY)
+            if target is not None:
+                if target.authority is not None and not _same_authority(target, known):
+                    disagreeing = InvalidTarget("bad-host", "host", None, 0)
+                    return self._host_invalid(disagreeing, raw, query, carrier, host)
+                target._host = known
+        return decision
+
+    def _host_invalid(
+        self, exc: InvalidTarget, raw: bytes | None, query: bytes | None, carrier: C, host: bytes
+    ) -> Answer | A | None:
+        target = b"" if raw is None else raw if not query else b"?".join((raw, query))
+        return self.decide_invalid(exc, target, carrier, host=host)
+
+    def _decide_target(
+        self, raw: bytes | None, query: bytes | None, mount: bytes | None, carrier: C
+    ) -> Answer | A | None:
+        """:meth:`decide` for the target alone."""
         if raw is None:
             return self._without_raw_target(mount, carrier)
         if mount is not None:
@@ -358,15 +404,21 @@ class Guard(Generic[C, A]):
             carrier[VIEW_KEY] = self._view(target, prefix)
 
     def decide_invalid(
-        self, exc: InvalidTarget, target: bytes, carrier: C, request: Request | None = None
+        self,
+        exc: InvalidTarget,
+        target: bytes,
+        carrier: C,
+        request: Request | None = None,
+        host: bytes | None = None,
     ) -> Answer | A | None:
-        """The decision for a request whose ``target`` broke a rule (``exc``):
-        passed on for ``OPTIONS *`` and in report-only mode, else answered."""
+        """The decision for a request whose ``target`` (or ``host``) broke a
+        rule (``exc``): passed on for ``OPTIONS *`` and in report-only mode,
+        else answered."""
         if request is None:
             request = self._read(carrier)
-        if is_server_wide_options(request.method, target):
+        if exc.component != "host" and is_server_wide_options(request.method, target):
             return None  # OPTIONS * names no resource: nothing to judge
-        self._record(exc, target, carrier, request)
+        self._record(exc, target, carrier, request, host)
         if self.report:
             return None
         if not request.websocket:
@@ -438,7 +490,9 @@ class Guard(Generic[C, A]):
 
     # -- violations -----------------------------------------------------------
 
-    def _record(self, exc: InvalidTarget, target: bytes, carrier: C, request: Request) -> None:
+    def _record(
+        self, exc: InvalidTarget, target: bytes, carrier: C, request: Request, host: bytes | None
+    ) -> None:
         """Store the violation, count it, log one line and call ``on_violation``."""
         carrier.pop(TARGET_KEY, None)  # a lenient guard in front may have stored one
         carrier[VIOLATION_KEY] = exc
@@ -449,7 +503,7 @@ class Guard(Generic[C, A]):
             LOGGER.log(
                 self.log_level,
                 "%s request target: rule=%s component=%s index=%s offset=%d "
-                "client=%s method=%s target=%s",
+                "client=%s method=%s target=%s%s",
                 "reported (report-only, passed on)" if self.report else "rejected",
                 exc.rule,
                 exc.component,
@@ -458,6 +512,7 @@ class Guard(Generic[C, A]):
                 escape(request.client),
                 escape(request.method),
                 escape(target),
+                "" if host is None else f" host={escape(host)}",
                 extra={
                     "urlguard_rule": exc.rule,
                     "urlguard_component": exc.component,
@@ -524,6 +579,7 @@ class GuardedMiddleware(Generic[A, C]):
         missing_raw_target: MissingRawTarget = "refuse",
         log_level: int = logging.WARNING,
         parser: ModuleType | None = None,
+        allowed_hosts: Iterable[str] | None = None,
     ) -> None:
         """
         :param app: the application to guard.
@@ -560,6 +616,12 @@ class GuardedMiddleware(Generic[A, C]):
             or ``urlguard._parser_py`` (the reference); default the one
             chosen at import (``urlguard.IMPLEMENTATION``). Both give the same
             answer on every input; tests and benchmarks pass each in turn.
+        :param allowed_hosts: the hosts the application serves: exact names
+            (``"example.com"``, ``"example.com:8443"``, ``"[::1]"``) and
+            ``"*.example.com"`` for every name below ``example.com``; any
+            other valid host is ``host-not-allowed``. Default: the config's,
+            else any host the grammar accepts (every request's host is
+            checked either way: ``bad-host``).
         """
         owner = f"{type(self).__module__}.{type(self).__qualname__}"
         if not callable(app):
@@ -579,6 +641,7 @@ class GuardedMiddleware(Generic[A, C]):
             missing_raw_target=missing_raw_target,
             log_level=log_level,
             parser=parser,
+            allowed_hosts=allowed_hosts,
         )
         self._guard.app = app
 
@@ -591,6 +654,12 @@ class GuardedMiddleware(Generic[A, C]):
     def violations(self) -> dict[str, int]:
         """How many requests broke each rule so far (both modes), by rule code."""
         return self._guard.violations
+
+
+def _same_authority(target: Target, host: Host) -> bool:
+    """An absolute-form target names the authority its Host header names."""
+    scheme = "https" if target.raw[:6].lower() == b"https:" else "http"
+    return agree(Host(target.host or "", target.port), host, scheme)
 
 
 def application(protocol: str) -> str:

@@ -140,10 +140,11 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
                     mount = root.encode("utf-8", "surrogatepass")
                 else:  # a server that breaks the ASGI spec: judge nothing it hands over
                     raw = None
+            host = _host(scope)
             if type(raw) is bytes and raw[:1] == b"/":  # origin-form: nearly every request
-                decision = self._guard.decide(raw, query, mount, scope)
+                decision = self._guard.decide(raw, query, mount, scope, host)
             else:
-                decision = self._decide_other(raw, query, mount, scope)
+                decision = self._decide_other(raw, query, mount, scope, host)
             if decision is not None:  # None, the common case: the target is stored, go on
                 if isinstance(decision, Answer):
                     await _send(scope, send, decision)
@@ -152,13 +153,13 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
         await app(scope, receive, send)
 
     def _decide_other(
-        self, raw: object, query: bytes, mount: bytes | None, scope: Scope
+        self, raw: object, query: bytes, mount: bytes | None, scope: Scope, host: bytes | None
     ) -> Answer | ASGIApp | None:
         """The decision for a raw path that is not bytes starting with ``/``."""
         if not isinstance(raw, bytes | bytearray):
             # raw_path is a byte string (ASGI HTTP spec): anything else comes
             # from a server that breaks it, and is not trusted: as if there were none.
-            return self._guard.decide(None, query, mount, scope)
+            return self._guard.decide(None, query, mount, scope, host)
         raw = bytes(raw)
         if raw[:1] != b"/" and scope.get("http_version") in _ORIGIN_FORM_ONLY:
             # RFC 9113 §8.3.1, RFC 9114 §4.3.1: ':path' is origin-form, or '*'
@@ -166,7 +167,28 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
             target = b"?".join((raw, query)) if query else raw
             exc = InvalidTarget("bad-form", "target", None, 0)
             return self._guard.decide_invalid(exc, target, scope)
-        return self._guard.decide(raw, query, mount, scope)
+        return self._guard.decide(raw, query, mount, scope, host)
+
+
+def _host(scope: Scope) -> bytes | None:
+    """The request's Host value, for the guard (``_hosts``): the ``host``
+    header (HTTP/2 and HTTP/3 servers put ``:authority`` there); ``b""``
+    when an HTTP/1.1 request has none, ``None`` when HTTP/1.0 has none
+    (RFC 9112 §3.2 makes Host optional there); several joined by ``", "``,
+    which the grammar refuses, unless HTTP/2 or HTTP/3 repeat one value
+    (RFC 9113 §8.3.1: they must agree)."""
+    values = [value for name, value in scope.get("headers") or () if name == b"host"]
+    if len(values) == 1:
+        value = values[0]
+    elif not values:
+        return None if scope.get("http_version") == "1.0" else b""
+    elif scope.get("http_version") in _ORIGIN_FORM_ONLY and len(set(map(bytes, values))) == 1:
+        value = values[0]
+    else:
+        value = b", ".join(map(bytes, values))
+    if type(value) is not bytes:  # a server that breaks the spec: refused, never a crash
+        return bytes(value) if isinstance(value, bytearray) else b"\x00"
+    return value
 
 
 async def _send(scope: Scope, send: Send, answer: Answer) -> None:

@@ -106,7 +106,17 @@ class StrictURLMiddleware(GuardedMiddleware[WSGIApplication, WSGIEnvironment]):
         else:
             target = _raw_bytes(raw, environ)
         script = environ.get("SCRIPT_NAME")
-        decision = self._guard.decide(target, None, _latin1(script) if script else None, environ)
+        host = environ.get("HTTP_HOST")
+        if type(host) is str and host.isascii():
+            host_value: bytes | None = host.encode()
+        elif host is None:
+            # RFC 9112 §3.2: Host is optional in HTTP/1.0 only.
+            host_value = None if environ.get("SERVER_PROTOCOL") == "HTTP/1.0" else b""
+        else:
+            host_value = _latin1(host)  # refused by the grammar: not ASCII
+        decision = self._guard.decide(
+            target, None, _latin1(script) if script else None, environ, host_value
+        )
         if decision is not None:  # None, the common case: the target is stored, go on
             if isinstance(decision, Answer):
                 start_response(decision.status_line, list(decision.headers))

@@ -1,0 +1,230 @@
+"""The request's host, checked by both middlewares: hand-built ASGI scopes
+and WSGI environs, both parsers. The grammar itself is test_host.py's; the
+servers, test_servers.py's."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+
+from urlguard import Config, InvalidTarget, Target
+from urlguard._hosts import VERDICTS, AllowedHosts
+from urlguard.asgi import StrictURLMiddleware as ASGIGuard
+from urlguard.wsgi import StrictURLMiddleware as WSGIGuard
+
+P = pytest.param
+Headers = list[tuple[bytes, bytes]]
+
+
+def asgi(
+    guard_options: dict[str, Any],
+    headers: Headers,
+    *,
+    raw: bytes = b"/x",
+    version: str = "1.1",
+    kind: str = "http",
+    parser: Any = None,
+) -> tuple[int, dict[str, Any]]:
+    """The status the guarded app answers (200: it ran) and the scope it saw."""
+    seen: dict[str, Any] = {}
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.update(scope)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    guard = ASGIGuard(app, parser=parser, **guard_options)
+    scope = {
+        "type": kind,
+        "http_version": version,
+        "method": "GET",
+        "raw_path": raw,
+        "path": raw.decode("latin-1"),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+    }
+    asyncio.run(guard(scope, receive, send))
+    status = next((m["status"] for m in sent if "status" in m), 0)
+    return status, seen
+
+
+def wsgi(
+    guard_options: dict[str, Any],
+    host: str | None,
+    *,
+    raw: str = "/x",
+    protocol: str = "HTTP/1.1",
+    parser: Any = None,
+) -> tuple[int, dict[str, Any]]:
+    seen: dict[str, Any] = {}
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        seen.update(environ)
+        start_response("200 OK", [])
+        return [b""]
+
+    statuses: list[str] = []
+    guard = WSGIGuard(app, parser=parser, **guard_options)
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": "GET",
+        "RAW_URI": raw,
+        "PATH_INFO": raw,
+        "SERVER_PROTOCOL": protocol,
+    }
+    if host is not None:
+        environ["HTTP_HOST"] = host
+    body = guard(environ, lambda status, headers, *_: statuses.append(status))
+    b"".join(body)
+    return int(statuses[0][:3]), seen
+
+
+# (headers, HTTP version, raw target, allowed_hosts, expected: rule or (host, port))
+TABLE: list[Any] = [
+    P([(b"host", b"example.com")], "1.1", b"/x", None, ("example.com", None), id="a name"),
+    P([(b"host", b"Example.COM:8080")], "1.1", b"/x", None, ("example.com", 8080), id="case"),
+    P([(b"host", b"[::1]:443")], "1.1", b"/x", None, ("[::1]", 443), id="IPv6"),
+    P([], "1.1", b"/x", None, "bad-host", id="HTTP/1.1 without Host"),
+    P([], "1.0", b"/x", None, (None, None), id="HTTP/1.0 without Host"),
+    P([], "1.0", b"/x", ["example.com"], (None, None), id="HTTP/1.0, an allow-list"),
+    P([(b"host", b"a"), (b"host", b"b")], "1.1", b"/x", None, "bad-host", id="two Host lines"),
+    P([(b"host", b"a"), (b"host", b"a")], "1.1", b"/x", None, "bad-host", id="the same twice"),
+    P([(b"host", b"a, evil")], "1.1", b"/x", None, "bad-host", id="merged by the server"),
+    P([(b"host", b"a"), (b"host", b"a")], "2", b"/x", None, ("a", None), id="h2: one value"),
+    P([(b"host", b"a"), (b"host", b"b")], "2", b"/x", None, "bad-host", id="h2: disagree"),
+    P([(b"host", b"")], "1.1", b"/x", None, "bad-host", id="empty"),
+    P([(b"host", b"a b")], "1.1", b"/x", None, "bad-host", id="space"),
+    P([(b"host", b"user@evil")], "1.1", b"/x", None, "bad-host", id="userinfo"),
+    P([(b"host", b"evil/x")], "1.1", b"/x", None, "bad-host", id="a path"),
+    P([(b"host", "café.fr".encode())], "1.1", b"/x", None, "bad-host", id="raw UTF-8"),
+    P([(b"host", b"<script>")], "1.1", b"/x", None, "bad-host", id="markup"),
+    P([(b"host", b"a%2Eb")], "1.1", b"/x", None, "bad-host", id="an escape"),
+    P([(b"host", b"0x7f.1")], "1.1", b"/x", None, "bad-host", id="an IPv4 number"),
+    P([(b"host", b"a.com")], "1.1", b"/x", ["a.com"], ("a.com", None), id="allowed"),
+    P([(b"host", b"A.com.:80")], "1.1", b"/x", ["a.com"], ("a.com.", 80), id="dot, port"),
+    P([(b"host", b"b.com")], "1.1", b"/x", ["a.com"], "host-not-allowed", id="not allowed"),
+    P([(b"host", b"x.a.com")], "1.1", b"/x", ["*.a.com"], ("x.a.com", None), id="wildcard"),
+    P([(b"host", b"a.com")], "1.1", b"/x", ["*.a.com"], "host-not-allowed", id="not the apex"),
+    P([(b"host", b"xa.com")], "1.1", b"/x", ["*.a.com"], "host-not-allowed", id="a suffix"),
+    P([(b"host", b"a.com:81")], "1.1", b"/x", ["a.com:80"], "host-not-allowed", id="port"),
+    P([(b"host", b"a.com")], "1.1", b"http://a.com/x", None, ("a.com", None), id="absolute"),
+    P([(b"host", b"a.com:80")], "1.1", b"http://a.com/x", None, ("a.com", 80), id="port 80"),
+    P([(b"host", b"a.com")], "1.1", b"https://a.com:443/x", None, ("a.com", None), id="443"),
+    P([(b"host", b"b.com")], "1.1", b"http://a.com/x", None, "bad-host", id="differs"),
+    P([(b"host", b"a.com:81")], "1.1", b"http://a.com/x", None, "bad-host", id="port differs"),
+    P([(b"host", b"a.com")], "1.1", b"http://evil%2Ecom/x", None, "bad-host", id="escaped"),
+    P([(b"host", b"b.com")], "1.1", b"/x%zz", None, "malformed-escape", id="then the target"),
+    P([(b"host", b"b c")], "1.1", b"/x%zz", None, "bad-host", id="the host first"),
+]
+
+
+def _expect(status: int, seen: dict[str, Any], expected: Any) -> None:
+    if isinstance(expected, str):
+        assert status == 400
+        assert seen == {}
+        return
+    assert status == 200
+    target = seen["urlguard.target"]
+    assert isinstance(target, Target)
+    assert (target.host, target.port) == expected
+
+
+@pytest.mark.parametrize(("headers", "version", "raw", "allowed", "expected"), TABLE)
+def test_asgi(
+    parser: Any, headers: Headers, version: str, raw: bytes, allowed: Any, expected: Any
+) -> None:
+    options = {} if allowed is None else {"allowed_hosts": allowed}
+    status, seen = asgi(options, headers, raw=raw, version=version, parser=parser)
+    _expect(status, seen, expected)
+
+
+# An environ holds one HTTP_HOST: servers merge repeated lines ("a, evil",
+# in the table) or refuse them; HTTP/2 does not reach WSGI.
+WSGI_TABLE = [row for row in TABLE if len(row.values[0]) <= 1 and row.values[1] != "2"]
+
+
+@pytest.mark.parametrize(("headers", "version", "raw", "allowed", "expected"), WSGI_TABLE)
+def test_wsgi(
+    parser: Any, headers: Headers, version: str, raw: bytes, allowed: Any, expected: Any
+) -> None:
+    options = {} if allowed is None else {"allowed_hosts": allowed}
+    host = headers[0][1].decode("latin-1") if headers else None
+    protocol = f"HTTP/{version}"
+    status, seen = wsgi(options, host, raw=raw.decode("latin-1"), protocol=protocol, parser=parser)
+    _expect(status, seen, expected)
+
+
+def test_the_rule_is_named_and_the_host_never_echoed(caplog: pytest.LogCaptureFixture) -> None:
+    violations: list[InvalidTarget] = []
+    options = {"on_violation": lambda exc, scope: violations.append(exc)}
+    host = b"evil\r\nX-Injected: 1 <script>"
+    with caplog.at_level(logging.WARNING, logger="urlguard"):
+        status, _ = asgi(options, [(b"host", host)])
+    assert status == 400
+    assert [(v.rule, v.component) for v in violations] == [("bad-host", "host")]
+    [line] = [record.getMessage() for record in caplog.records]
+    assert "\r" not in line
+    assert "\n" not in line
+    assert "host=evil\\x0d\\x0aX-Injected:\\x201\\x20<script>" in line
+
+
+def test_a_websocket_handshake_is_checked_too() -> None:
+    _, seen = asgi({}, [(b"host", b"a b")], kind="websocket")
+    assert seen == {}  # refused before the application ran
+    _, seen = asgi({}, [(b"host", b"a.com")], kind="websocket")
+    assert seen["urlguard.target"].host == "a.com"
+
+
+def test_report_mode_lets_a_bad_host_through_with_its_violation() -> None:
+    status, seen = asgi({"mode": "report"}, [(b"host", b"a b")])
+    assert status == 200
+    assert "urlguard.target" not in seen
+    assert seen["urlguard.violation"].rule == "bad-host"
+
+
+def test_a_flood_of_distinct_hosts_keeps_the_table_bounded() -> None:
+    options: dict[str, Any] = {}
+    guard = ASGIGuard(lambda *a: None, **options)
+    check = guard._guard.hosts
+    for i in range(VERDICTS * 3):
+        check.judge(f"h{i}.example".encode())
+        assert len(check.known) <= VERDICTS
+    assert check.judge(b"h1.example").name == "h1.example"  # the answer does not change
+
+
+def test_allowed_hosts_from_the_config() -> None:
+    config = Config(allowed_hosts=("a.com",))
+    status, _ = asgi({"config": config}, [(b"host", b"b.com")])
+    assert status == 400
+    status, _ = asgi({"config": config}, [(b"host", b"a.com")])
+    assert status == 200
+
+
+@pytest.mark.parametrize(
+    "patterns",
+    [["a b"], ["*."], ["*.[::1]"], ["a.com:99999"], "a.com", [b"a.com"], ["http://a.com"]],
+)
+def test_bad_allowed_hosts_fail_at_construction(patterns: Any) -> None:
+    with pytest.raises((TypeError, ValueError), match="allowed_hosts"):
+        ASGIGuard(lambda *a: None, allowed_hosts=patterns)
+    with pytest.raises((TypeError, ValueError), match="allowed_hosts"):
+        WSGIGuard(lambda *a: None, allowed_hosts=patterns)
+
+
+def test_an_idn_pattern_is_matched_on_its_a_label() -> None:
+    allowed = AllowedHosts(["bücher.example"], "test")
+    from urlguard._host import parse_host
+
+    assert allowed.allows(parse_host(b"xn--bcher-kva.example"))
+    assert not allowed.allows(parse_host(b"bucher.example"))
