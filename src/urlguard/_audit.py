@@ -7,7 +7,9 @@ so that the target checked is the one the server received; and nothing from
 the log is ever shown unescaped: examples go through :func:`display`, which
 keeps printable ASCII only. A file that is not a text log (binary data, a
 broken gzip stream, no line in the expected format) is an :class:`AuditError`
-with a one-line message, never a traceback.
+with a one-line message, never a traceback; one bad line (a control byte, a
+line of megabytes) is counted unparseable and shown escaped, and the rest of
+the file is read.
 
 Speed: access logs repeat the same targets over and over. Input is read a
 megabyte at a time; one ``findall`` of a precompiled regex pulls every request
@@ -24,6 +26,7 @@ verdicts (emptied when full), and ``parse_target`` on a miss.
 
 from __future__ import annotations
 
+import calendar
 import dataclasses
 import gzip
 import io
@@ -32,7 +35,8 @@ import re
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from itertools import compress
 from typing import IO, Final, Literal, Protocol
 
 from ._errors import RULES, InvalidTarget
@@ -75,24 +79,84 @@ LINE_EXAMPLE: Final = 200
 # "[^"\\]*(?:\\.[^"\\]*)*" (linear, no nested quantifier over one character).
 # The patterns run over a whole chunk (MULTILINE): no class may cross a '\n',
 # and each match runs to the end of its line so the search resumes at the next.
-_QUOTED: Final = rb'"([^"\\\n]*(?:\\.[^"\\\n]*)*)"'
-_ANY_QUOTED: Final = rb'"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
-_START: Final = rb"^[^\"\[\n]*\[[^\]\n]*\] "
+# A log line holds no raw control byte: nginx and Apache escape them in
+# every field they copy from a request (\xHH). A line that has one (a NUL, an
+# ANSI escape, a lone CR) was not written by the server as it stands: that
+# line is unparseable, and the lines around it are read as usual. TAB may
+# separate fields (custom formats use it); CR only ends a line (CRLF files).
+_CTL: Final = rb"\x00-\x08\x0a-\x1f\x7f"  # every control byte but TAB
+_IN_QUOTES: Final = rb'(?:[^"\\' + _CTL + rb"]*(?:\\[^" + _CTL + rb'][^"\\' + _CTL + rb"]*)*)"
+_QUOTED: Final = b'"(' + _IN_QUOTES + b')"'
+_ANY_QUOTED: Final = b'"' + _IN_QUOTES + b'"'
+_HEAD: Final = rb'[^"\[' + _CTL + rb"]*"  # the fields before [time]
+_TIME_FIELD: Final = rb"[^\]" + _CTL + rb"]*"
+_START: Final = b"^" + _HEAD + rb"\[" + _TIME_FIELD + rb"\] "
 _COMMON_PREFIX: Final = _START + _QUOTED + rb" [0-9]{3} (?:[0-9]+|-)"
 # The combined format adds "%{Referer}i" "%{User-agent}i"; many setups append
-# more fields after those, so anything may follow a space.
-_LINE_END: Final = rb"(?: [^\n]*|\r?)$"
+# more fields after those, so anything but a control may follow a space.
+_LINE_END: Final = rb"(?: [^" + _CTL + rb"]*)?\r?$"
 _COMBINED_END: Final = b" " + _ANY_QUOTED + b" " + _ANY_QUOTED + _LINE_END
 _COMMON: Final = re.compile(_COMMON_PREFIX + _LINE_END, re.MULTILINE)
 _COMBINED: Final = re.compile(_COMMON_PREFIX + _COMBINED_END, re.MULTILINE)
-# The same lines with the status (%>s) captured too, for --suggest: the same
-# lines match, so counts do not depend on which pair is used. One group, the
-# request field, '" ' and the status: findall then gives bytes, where two
-# groups would give a tuple per line for the garbage collector to track.
-_STATUS_PREFIX: Final = _START + rb'"((?:[^"\\\n]*(?:\\.[^"\\\n]*)*)" [0-9]{3}) (?:[0-9]+|-)'
+# The same lines with three groups, for --suggest: the fields before [time]
+# (the client address is among them), the time, and the request field, '" '
+# and the status as one key (``field" NNN``). The same lines match, so
+# counts do not depend on which pattern is used.
+_STATUS_PREFIX: Final = (
+    b"^(" + _HEAD + rb")\[(" + _TIME_FIELD + rb')\] "(' + _IN_QUOTES + rb'" [0-9]{3}) (?:[0-9]+|-)'
+)
 _STATUS_SUFFIX: Final = len(b'" 200')
 _COMMON_STATUS: Final = re.compile(_STATUS_PREFIX + _LINE_END, re.MULTILINE)
 _COMBINED_STATUS: Final = re.compile(_STATUS_PREFIX + _COMBINED_END, re.MULTILINE)
+
+# The [time] field, %t: "10/Oct/2000:13:55:36 -0700" (Apache and nginx).
+_TIME: Final = re.compile(
+    rb"([0-9]{2})/([A-Za-z]{3})/([0-9]{4})"  # day/month/year
+    rb":([0-9]{2}):([0-9]{2}):([0-9]{2})"  # :hour:minute:second
+    rb" ([+-])([0-9]{2})([0-9]{2})"  # the offset from UTC
+)
+_MONTHS: Final = {
+    name: number
+    for number, name in enumerate(b"jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)
+}
+
+
+def log_time(field: bytes) -> float | None:
+    """Seconds since the epoch of a logged ``%t`` field, or ``None`` when it
+    is not one (the time then counts for nothing).
+
+    >>> log_time(b"10/Oct/2000:13:55:36 -0700")
+    971211336.0
+    """
+    found = _TIME.fullmatch(field)
+    if found is None:
+        return None
+    month = _MONTHS.get(found[2].lower())
+    if month is None:
+        return None
+    try:
+        when = calendar.timegm(
+            (int(found[3]), month, int(found[1]), int(found[4]), int(found[5]), int(found[6]))
+        )
+    except (ValueError, OverflowError):
+        return None
+    offset = (int(found[8]) * 60 + int(found[9])) * 60
+    return float(when - offset if found[7] == b"+" else when + offset)
+
+
+def client_of(head: bytes) -> bytes:
+    """The client address among the fields before ``[time]``: ``%h %l %u``
+    end there (Apache's vhost_combined puts ``%v:%p`` before them), so it
+    is the third field from the end, or the first when there are fewer.
+
+    >>> client_of(b"example.com:443 192.0.2.7 - frank ")
+    b'192.0.2.7'
+    """
+    fields = head.split()
+    if not fields:
+        return b"-"
+    return fields[-3] if len(fields) >= 3 else fields[0]
+
 
 # RFC 9112 §3: request-line = method SP request-target SP HTTP-version, with
 # method = token (RFC 9110 §5.6.2) and HTTP-version = "HTTP/" DIGIT "." DIGIT
@@ -224,13 +288,22 @@ ProgressFactory = Callable[[str, int | None], Progress]
 class Observer(Protocol):
     """How ``audit --suggest`` learns what the site answered: the statuses
     of all requests with a target, a chunk at a time, and each distinct
-    (rejected target, status) of a chunk with its count and the error the
-    policy raised. ``status`` is ``None`` for a list of targets."""
+    (rejected target, status) of a chunk with its count, the error the
+    policy raised, the clients that sent it and when it was first and last
+    sent (seconds since the epoch; ``None`` when no time was logged).
+    ``status`` is ``None`` for a list of targets."""
 
     def count_statuses(self, counts: Mapping[int | None, int]) -> object: ...
 
     def observe(
-        self, target: bytes, status: int | None, count: int, error: InvalidTarget
+        self,
+        target: bytes,
+        status: int | None,
+        count: int,
+        error: InvalidTarget,
+        clients: Collection[bytes] = (),
+        first: float | None = None,
+        last: float | None = None,
     ) -> object: ...
 
 
@@ -344,6 +417,8 @@ class Auditor:
             return "common"  # combined lines are common lines with more after
         if any(_LOOKS_LIKE_TARGET.match(line) for line in lines):
             return "targets"
+        if any(0 in line for line in lines):
+            raise AuditError(f"{shown}: binary data (NUL bytes in its first lines): not a text log")
         raise AuditError(
             f"{shown}: not an access log (combined or common format) nor a list of "
             "targets starting with '/' or http(s)://; see --format"
@@ -365,9 +440,10 @@ class Auditor:
             return
         if self._observer is not None:
             pattern = _COMBINED_STATUS if fmt == "combined" else _COMMON_STATUS
-            found: list[bytes] = pattern.findall(body)
+            found: list[tuple[bytes, bytes, bytes]] = pattern.findall(body)
             self._note_unparseable(body, len(found), pattern)
-            self._count_observed(found, self._observer)
+            if found:
+                self._count_observed(found, self._observer)
             return
         pattern = _COMBINED if fmt == "combined" else _COMMON
         fields: list[bytes] = pattern.findall(body)
@@ -397,16 +473,18 @@ class Auditor:
                 verdict = judge(key)
             tally[verdict] += count
 
-    def _count_observed(self, found: list[bytes], observer: Observer) -> None:
+    def _count_observed(self, found: list[tuple[bytes, bytes, bytes]], observer: Observer) -> None:
         """:meth:`_count` for ``--suggest``: each distinct request field and
-        status (``field" NNN``) is counted, and told to the observer with its
-        target when rejected."""
+        status (``field" NNN``) is counted; a rejected one is told to the
+        observer with its target, its clients and its first and last time.
+        Only the lines of rejected fields are looked at one by one."""
+        heads, times, keys = zip(*found, strict=True)
         statuses: Counter[bytes] = Counter()
         tally = self._tally
         cached = self._log_cache.get
-        observe = observer.observe
         end = -_STATUS_SUFFIX
-        for key, count in Counter(found).items():
+        rejected: dict[bytes, tuple[bytes, InvalidTarget]] = {}
+        for key, count in Counter(keys).items():
             field = key[:end]
             verdict = cached(field)
             if verdict is None:
@@ -414,12 +492,28 @@ class Auditor:
             tally[verdict] += count
             if verdict == UNPARSEABLE:
                 continue  # a request without a target
-            status = key[-3:]
-            statuses[status] += count
+            statuses[key[-3:]] += count
             if verdict != OK:
                 target = _target_of(field)  # found again: rejections are rare
                 if target is not None:
-                    observe(target, int(status), count, self._error_of(target))
+                    rejected[key] = (target, self._error_of(target))
+        if rejected:
+            lines: dict[bytes, list[int]] = {}
+            for i in compress(range(len(keys)), map(rejected.__contains__, keys)):
+                lines.setdefault(keys[i], []).append(i)
+            when: dict[bytes, float | None] = {}
+            for key, found_at in lines.items():
+                target, error = rejected[key]
+                seen = [t for t in (_time_of(times[i], when) for i in found_at) if t is not None]
+                observer.observe(
+                    target,
+                    int(key[-3:]),
+                    len(found_at),
+                    error,
+                    {client_of(heads[i]) for i in found_at},
+                    min(seen, default=None),
+                    max(seen, default=None),
+                )
         observer.count_statuses({int(status): n for status, n in statuses.items()})
 
     def _observe_lines(self, counts: Counter[bytes], observer: Observer) -> None:
@@ -497,6 +591,14 @@ def _target_of(field: bytes) -> bytes | None:
     return None if request is None else request[2]
 
 
+def _time_of(field: bytes, known: dict[bytes, float | None]) -> float | None:
+    """:func:`log_time`, once per distinct field of a chunk."""
+    if field in known:
+        return known[field]
+    when = known[field] = log_time(field)
+    return when
+
+
 def _remember(cache: dict[bytes, str], key: bytes, verdict: str) -> None:
     if len(cache) >= CACHE_SIZE:
         cache.clear()
@@ -540,8 +642,9 @@ class _Source:
         """The input as runs of whole lines, each line ending in ``\\n``, about
         a chunk at a time (a last line without a line break gets one).
 
-        Raises :class:`AuditError` on binary data (a NUL byte: no access log
-        and no list of targets contains one) and on broken gzip data."""
+        A control byte (a NUL) is left in its line, which is then
+        unparseable: one bad line never stops the rest. Raises
+        :class:`AuditError` on broken gzip data."""
         stream = self._gzip_file if self._gzip_file is not None else self._raw
         # Whole chunks from a file; from a pipe, whatever is available (read1),
         # so that lines are counted and progress moves while the writer is slow.
@@ -551,17 +654,10 @@ class _Source:
         carry = b""  # the start of a line continued in the next chunk
         skipping = False  # inside an overlong line, dropping it
         done = 0  # progress so far
-        offset = 0  # bytes of (decompressed) data before this chunk
         while True:
             chunk = self._read(read)
             if not chunk:
                 break
-            if 0 in chunk:
-                raise AuditError(
-                    f"{self.shown}: binary data (a NUL byte at byte offset "
-                    f"{offset + chunk.index(0)}): not a text log"
-                )
-            offset += len(chunk)
             if bar is not None:
                 if self._seekable:
                     position = self._raw.tell()
