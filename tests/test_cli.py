@@ -801,9 +801,13 @@ def test_a_control_byte_makes_only_its_line_unparseable(
         assert totals(result) == expected(["ok", "raw-char", "malformed-escape", "ok"])
         return
     assert (code, totals(result)) == (1, expected(["ok", "unparseable", "malformed-escape", "ok"]))
-    [example] = result["unparseable_examples"]
-    assert isinstance(example, str) and shown in example
-    assert example.isascii() and example.isprintable()
+    examples = result["unparseable_examples"]
+    assert isinstance(examples, list)
+    [example] = examples
+    assert isinstance(example, str)
+    assert shown in example
+    assert example.isascii()
+    assert example.isprintable()
 
 
 @pytest.mark.parametrize(

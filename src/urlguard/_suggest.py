@@ -479,6 +479,10 @@ class Ledger:
         policy = self.table.select(target)
         path = path_of(target)
         prefix = _directory([path])
+        if prefix == b"/" and len(path) > 1 and _BAD_PREFIX_BYTE.search(path) is None:
+            # Directly under '/', the narrowest prefix is the path itself: '/'
+            # alone would be a site-wide change.
+            prefix = path
         needs: dict[Atom, int] = {}
         rules: set[str] = set()
         found: InvalidTarget | None = error
@@ -552,7 +556,7 @@ class Ledger:
         halves nothing in the worst case but lowers the depth by one, so a
         cause is cut at most as many times as paths have segments."""
         groups = self.groups[cause]
-        depth = max(prefix.count(b"/") for prefix in groups)
+        depth = max(map(_depth, groups))
         while len(groups) > self._max_prefixes and depth > 1:
             depth -= 1
             merged: dict[bytes, _Tally] = {}
@@ -567,15 +571,19 @@ class Ledger:
         self.depth[cause] = depth
 
 
+def _depth(prefix: bytes) -> int:
+    """Segments of a prefix: its '/', and one more for a name after the last."""
+    return prefix.count(b"/") + (not prefix.endswith(b"/"))
+
+
 def _cut(prefix: bytes, depth: int | None) -> bytes:
-    """``prefix`` up to its ``depth``-th '/' (all of it for ``None``)."""
-    if depth is None:
+    """``prefix`` cut to ``depth`` segments, up to the '/' that ends them
+    (all of it for ``None`` or when it has no more)."""
+    if depth is None or _depth(prefix) <= depth:
         return prefix
     at = -1
     for _ in range(depth):
         at = prefix.find(b"/", at + 1)
-        if at < 0:
-            return prefix
     return prefix[: at + 1]
 
 
@@ -825,7 +833,11 @@ _REASONS: Final[dict[str, str]] = {
         "an empty segment where a separator is kept ('//' cannot be told from "
         "a leading %2F, an absolute or UNC path)"
     ),
-    "double-twice": ("decoded twice, a separator, a dot segment, a control or another escape"),
+    "double-twice": "decoded twice, a separator, a dot segment, a control or another escape",
+    "double-twice-under": (
+        "a target under it, decoded twice, gives a separator, a dot segment, a control or "
+        "another escape"
+    ),
 }
 
 
@@ -1071,33 +1083,41 @@ class _Planner:
 
     def _cover(self, cause: Cause, prefixes: list[bytes], groups: Mapping[bytes, _Tally]) -> None:
         """Give ``cause`` to the common prefix of ``prefixes`` when the
-        evidence under it is enough; split it by the next segment when it is
-        the top level without enough evidence for a site-wide change, or
-        when a target that must stay rejected is under it."""
-        common = _directory(prefixes)
-        tally = _merged(groups[prefix] for prefix in prefixes)
+        evidence under it is enough, else list it as refused. The top level
+        is split by first segment unless the evidence is enough for a
+        site-wide change without the part that has the most of it: a site-wide
+        change is for a cause seen all over the site, and one busy route
+        with a few requests elsewhere (which an attacker can add) is a
+        route. A prefix over a target that must stay rejected is split too."""
+        common = prefixes[0] if len(prefixes) == 1 else _directory(prefixes)
         blocked = self._blocked(cause, common)
         top = common == b"/"
-        if not blocked and (self.site if top else self.route).met(tally):
-            self.grants.append(_Grant(common, cause, tally))
-            return
-        if not (top or blocked):
-            self.refused.append(_Refusal(common, cause, tally, _NOT_ENOUGH))
-            return
         parts: dict[bytes, list[bytes]] = {}
-        ends: list[bytes] = []  # prefixes that end at ``common``: no longer one covers them
         for prefix in prefixes:
+            # The next segment, or the name after ``common``; a prefix that is
+            # ``common`` itself is a part no longer prefix covers.
             cut = prefix.find(b"/", len(common))
-            if cut < 0:
-                ends.append(prefix)
+            parts.setdefault(prefix if cut < 0 else prefix[: cut + 1], []).append(prefix)
+        tallies = {part: _merged(groups[p] for p in members) for part, members in parts.items()}
+        if top and not blocked:
+            largest = max(tallies, key=lambda part: (tallies[part].requests, part))
+            spread = _merged(tally for part, tally in tallies.items() if part != largest)
+            if self.site.met(spread):
+                self.grants.append(_Grant(common, cause, _merged(tallies.values())))
+                return
+        elif not blocked:
+            tally = _merged(tallies.values())
+            if self.route.met(tally):
+                self.grants.append(_Grant(common, cause, tally))
             else:
-                parts.setdefault(prefix[: cut + 1], []).append(prefix)
-        if ends:
-            reason = _REASONS["double-twice-under"] if blocked else _NOT_ENOUGH
-            here = _merged(groups[prefix] for prefix in ends)
-            self.refused.append(_Refusal(common, cause, here, reason))
-        for part in parts.values():
-            self._cover(cause, part, groups)
+                self.refused.append(_Refusal(common, cause, tally, _NOT_ENOUGH))
+            return
+        for part, members in parts.items():
+            if part == common:
+                reason = _REASONS["double-twice-under"] if blocked else _NOT_ENOUGH
+                self.refused.append(_Refusal(common, cause, tallies[part], reason))
+            else:
+                self._cover(cause, members, groups)
 
     def bound(self) -> None:
         """At most ``routes`` route prefixes: those with the most evidence
@@ -1225,8 +1245,7 @@ def _credits(draft: _Draft, grants: Iterable[_Grant]) -> _Credit:
         scope: str | None = None
         if grant.prefix != b"/":
             scope = draft.canonical(grant.prefix.decode("ascii"))
-        for atom in grant.cause:
-            key = atom[0]
+        for key in dict.fromkeys(atom[0] for atom in grant.cause):  # once per written line
             where = scope
             if (
                 where is None
