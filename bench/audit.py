@@ -1,16 +1,25 @@
-"""Audit part: ``urlguard audit --json`` throughput, in log lines per second.
+"""Audit part: ``urlguard audit --json`` throughput, in log lines per second,
+and the peak memory of ``--suggest``.
 
-Two generated logs in the combined format: ``typical`` repeats targets of
+Three generated logs in the combined format: ``typical`` repeats targets of
 the corpus with Zipf-like weights (``1/rank**1.1``), as traffic does;
 ``distinct`` makes every target different (a unique ``r=N``), the worst case
-for any cache of verdicts. Each is audited in a subprocess (start-up
-included), with and without ``--suggest``, on the parser chosen at import
-and on the reference (``URLGUARD_NO_EXTENSIONS=1``); the report must count
-every line.
+for any cache of verdicts; ``shop`` is one URL shape that every policy
+rejects, ``/products/N/kg%2Fs``, answered 200 for most N and 404 for the
+missing ones, the worst case for ``--suggest`` (every line is a distinct
+rejected target). Each is audited in a subprocess (start-up included), with
+and without ``--suggest``, on the parser chosen at import and on the
+reference (``URLGUARD_NO_EXTENSIONS=1``); the report must count every line.
+
+Memory: ``--suggest`` on a log of one million distinct targets, all served
+and all rejected, spread over thousands of directories, gzip-compressed;
+the peak resident set of the subprocess (``wait4``), beside plain
+``audit`` on the same log.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import random
@@ -18,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from .corpus import Corpus
@@ -37,17 +46,31 @@ def _log_escape(target: bytes) -> bytes:
     )
 
 
-def write_log(path: Path, targets: Sequence[bytes], seed: int) -> None:
+def _lines(
+    targets: Sequence[bytes], seed: int, status: Callable[[int], int] | None = None
+) -> Iterator[bytes]:
     rng = random.Random(seed)
-    with path.open("wb") as log:
-        for i, target in enumerate(targets):
-            minute, second = divmod(i // 50 % 3600, 60)
-            status = rng.choice((200, 200, 200, 200, 304, 404))
-            host, size = rng.randrange(1, 255), rng.randrange(200, 90_000)
-            log.write(
-                b'203.0.113.%d - - [10/Oct/2024:13:%02d:%02d +0000] "GET %s HTTP/1.1" %d %d "-"'
-                b' "%s"\n' % (host, minute, second, _log_escape(target), status, size, _AGENT)
-            )
+    for i, target in enumerate(targets):
+        hour, rest = divmod(i // 50 % 86_400, 3600)
+        minute, second = divmod(rest, 60)
+        code = rng.choice((200, 200, 200, 200, 304, 404)) if status is None else status(i)
+        host, size = rng.randrange(1, 255), rng.randrange(200, 90_000)
+        yield (
+            b'203.0.%d.%d - - [10/Oct/2024:%02d:%02d:%02d +0000] "GET %s HTTP/1.1" %d %d "-"'
+            b' "%s"\n'
+            % (host % 7, host, hour, minute, second, _log_escape(target), code, size, _AGENT)
+        )
+
+
+def write_log(
+    path: Path, targets: Sequence[bytes], seed: int, status: Callable[[int], int] | None = None
+) -> None:
+    if path.suffix == ".gz":
+        with gzip.open(path, "wb", compresslevel=1) as packed:
+            packed.writelines(_lines(targets, seed, status))
+    else:
+        with path.open("wb") as log:
+            log.writelines(_lines(targets, seed, status))
 
 
 def typical_targets(corpus: Corpus, lines: int) -> list[bytes]:
@@ -63,29 +86,76 @@ def distinct_targets(corpus: Corpus, lines: int) -> list[bytes]:
     return [t + (b"&" if b"?" in t else b"?") + b"r=%d" % i for i, t in enumerate(targets)]
 
 
-def lines_per_second(command: list[str], log: Path, lines: int, reference: bool) -> float:
-    """One audit in a subprocess, bounded in time."""
+def shop_targets(lines: int) -> list[bytes]:
+    """One product URL shape per line, every product id different."""
+    return [b"/products/%d/kg%%2Fs" % n for n in range(lines)]
+
+
+def shop_status(i: int) -> int:
+    """Missing products (every third id) answer 404, the others 200."""
+    return 404 if i % 3 == 0 else 200
+
+
+def served_targets(lines: int) -> list[bytes]:
+    """Distinct targets the strict policy rejects, under 5,000 directories."""
+    return [b"/c%d/%d/kg%%2Fs" % (n % 5000, n) for n in range(lines)]
+
+
+def audit_once(command: list[str], log: Path, lines: int, reference: bool) -> tuple[float, int]:
+    """One audit in a subprocess, bounded in time: its seconds and its peak
+    resident set in bytes (``ru_maxrss`` of this child alone, from ``wait4``)."""
     env = dict(os.environ, URLGUARD_NO_EXTENSIONS="1") if reference else None
     argv = [sys.executable, "-m", "urlguard", *command, str(log)]
-    start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, timeout=600, check=False, env=env)
-    elapsed = time.perf_counter() - start
-    if done.returncode not in (0, 1) or json.loads(done.stdout).get("lines") != lines:
-        raise RuntimeError(f"urlguard {' '.join(command)} failed: {done.stderr[-300:]!r}")
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
+        deadline = start + 900
+        while True:
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                child.kill()
+                raise RuntimeError(f"urlguard {' '.join(command)}: over 900 s")
+            time.sleep(0.05)
+        elapsed = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        report = out.read()
+        if child.returncode not in (0, 1) or json.loads(report).get("lines") != lines:
+            raise RuntimeError(f"urlguard {' '.join(command)} failed: {err.read()[-300:]!r}")
+    return elapsed, usage.ru_maxrss * 1024  # Linux: kilobytes
+
+
+def lines_per_second(command: list[str], log: Path, lines: int, reference: bool) -> float:
+    """One audit in a subprocess, bounded in time."""
+    elapsed, _ = audit_once(command, log, lines, reference)
     return lines / elapsed
 
 
 def run(
-    corpus: Corpus, lines: int, repeats: int, results: Results, out: Callable[[str], None] = print
+    corpus: Corpus,
+    lines: int,
+    repeats: int,
+    results: Results,
+    out: Callable[[str], None] = print,
+    memory_lines: int = 1_000_000,
 ) -> None:
-    """Audit both logs ``repeats`` times each way; print one table."""
+    """Audit the three logs ``repeats`` times each way; print one table.
+    Then the peak memory on ``memory_lines`` distinct served targets."""
     # name -> whether to force the reference (URLGUARD_NO_EXTENSIONS); once if it is the chosen one
     parsers = {chosen(): False, "reference": True}
     rows = []
     with tempfile.TemporaryDirectory(prefix="urlguard-audit-") as folder:
-        logs = {"typical": Path(folder, "typical.log"), "distinct": Path(folder, "distinct.log")}
+        logs = {
+            "typical": Path(folder, "typical.log"),
+            "distinct": Path(folder, "distinct.log"),
+            "shop": Path(folder, "shop.log"),
+        }
         write_log(logs["typical"], typical_targets(corpus, lines), corpus.seed)
         write_log(logs["distinct"], distinct_targets(corpus, lines), corpus.seed)
+        write_log(logs["shop"], shop_targets(lines), corpus.seed, shop_status)
         for command in COMMANDS:
             for kind, log in logs.items():
                 for parser, reference in parsers.items():
@@ -93,7 +163,28 @@ def run(
                         lines_per_second(command, log, lines, reference) for _ in range(repeats)
                     ]
                     rows.append([" ".join(command), kind, parser, min_max(rates).text()])
-                    if command == COMMANDS[0]:
+                    if command == COMMANDS[0] and kind != "shop":
                         results[f"audit {kind}", parser] = min_max(rates)
-    out(f"Audit: lines per second over {lines:,} lines, {repeats} runs: median (min–max)")
-    out(markdown(["command", "log", "parser", "lines/s"], rows))
+        out(f"Audit: lines per second over {lines:,} lines, {repeats} runs: median (min–max)")
+        out(markdown(["command", "log", "parser", "lines/s"], rows))
+
+        served = Path(folder, "served.log.gz")
+        write_log(served, served_targets(memory_lines), corpus.seed, lambda i: 200)
+        rows = []
+        for command in COMMANDS:
+            for parser, reference in parsers.items():
+                runs = [
+                    audit_once(command, served, memory_lines, reference) for _ in range(repeats)
+                ]
+                rows.append([
+                    " ".join(command),
+                    parser,
+                    min_max([rss / 2**20 for _, rss in runs]).text(".0f"),
+                    min_max([memory_lines / seconds for seconds, _ in runs]).text(),
+                ])  # fmt: skip
+    out("")
+    out(
+        f"Audit: peak memory on {memory_lines:,} distinct served targets (gzip), "
+        f"{repeats} runs: median (min–max)"
+    )
+    out(markdown(["command", "parser", "peak RSS MiB", "lines/s"], rows))

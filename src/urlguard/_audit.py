@@ -26,8 +26,8 @@ verdicts (emptied when full), and ``parse_target`` on a miss.
 
 from __future__ import annotations
 
-import calendar
 import dataclasses
+import datetime
 import gzip
 import io
 import os
@@ -37,7 +37,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from itertools import compress
-from typing import IO, Final, Literal, Protocol
+from typing import IO, Final, Literal, Protocol, TypeVar
 
 from ._errors import RULES, InvalidTarget
 from ._parser import parse_target
@@ -45,6 +45,7 @@ from ._policy import Policy
 from ._routes import RouteTable, is_server_wide_options
 
 Format = Literal["auto", "combined", "common", "targets"]
+K = TypeVar("K")
 FORMATS: Final[tuple[str, ...]] = ("auto", "combined", "common", "targets")
 
 #: Verdicts besides the rule codes. Neither can be mistaken for a rule code.
@@ -135,10 +136,16 @@ def log_time(field: bytes) -> float | None:
     if month is None:
         return None
     try:
-        when = calendar.timegm(
-            (int(found[3]), month, int(found[1]), int(found[4]), int(found[5]), int(found[6]))
-        )
-    except (ValueError, OverflowError):
+        when = datetime.datetime(
+            int(found[3]),
+            month,
+            int(found[1]),
+            int(found[4]),
+            int(found[5]),
+            int(found[6]),
+            tzinfo=datetime.UTC,
+        ).timestamp()
+    except ValueError:  # no such day, hour, ...
         return None
     offset = (int(found[8]) * 60 + int(found[9])) * 60
     return float(when - offset if found[7] == b"+" else when + offset)
@@ -184,6 +191,50 @@ _BACKSLASH: Final = ord("\\")
 # What a line of a plain list of targets starts with (for --format auto):
 # origin-form or http(s) absolute-form.
 _LOOKS_LIKE_TARGET: Final = re.compile(rb"/|[Hh][Tt][Tt][Pp][Ss]?://")
+
+# --- Shapes: one verdict for targets that differ only in letters and digits ---
+#
+# Logs of crawlers, shops and APIs hold millions of distinct targets of a few
+# shapes (/products/1234/kg%2Fs). Outside escapes, the parser treats every
+# ASCII letter alike (a drive letter is any letter) and every digit alike, so
+# two origin-form targets of one shape get one verdict, provided the policy
+# allows every letter and digit (allowed_ranges may narrow that). The shape
+# folds digits to '0', the hex letters to 'a' and the other letters to 'x'
+# (hex stays hex: "%2541" stays an escape after one decoding), and keeps
+# exactly the four bytes after every '%': the escape, and the escape it
+# makes after one decoding (%25HH), so that what a first and a second
+# decoding give (a separator, a control, a dot) is that of the target.
+# Lengths and every other byte are kept (too-long, too-many, raw bytes).
+_FOLD: Final = bytes(
+    ord("0") if chr(b).isdigit() and b < 0x80
+    else ord("a") if chr(b) in "abcdefABCDEF"
+    else ord("x") if chr(b).isalpha() and b < 0x80
+    else b
+    for b in range(256)
+)  # fmt: skip
+_ALNUM: Final = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def shape_of(target: bytes) -> bytes | None:
+    """The shape of an origin-form target (``None`` for any other form:
+    the scheme and host of absolute-form are not folded).
+
+    >>> shape_of(b"/products/1234/kg%2Fs?page=2")
+    b'/xxxaxaxx/0000/xx%2Fs?xaxa=0'
+    """
+    if target[:1] != b"/":
+        return None
+    if b"%" not in target:
+        return target.translate(_FOLD)
+    first, *escaped = target.split(b"%")
+    return b"%".join([first.translate(_FOLD), *(p[:4] + p[4:].translate(_FOLD) for p in escaped)])
+
+
+def folds(policy: Policy) -> bool:
+    """Whether ``policy`` allows every ASCII letter and digit in the path
+    and the query, so that a target's shape decides its verdict."""
+    return all(policy.allows_char(c) and policy.allows_char(c, "query") for c in _ALNUM)
+
 
 # --- Display ----------------------------------------------------------------
 
@@ -288,10 +339,11 @@ ProgressFactory = Callable[[str, int | None], Progress]
 class Observer(Protocol):
     """How ``audit --suggest`` learns what the site answered: the statuses
     of all requests with a target, a chunk at a time, and each distinct
-    (rejected target, status) of a chunk with its count, the error the
-    policy raised, the clients that sent it and when it was first and last
-    sent (seconds since the epoch; ``None`` when no time was logged).
-    ``status`` is ``None`` for a list of targets."""
+    (rejected target, status) of a chunk with its count, the rule that
+    rejects it, the clients that sent it and when it was first and last
+    sent (seconds since the epoch; ``None`` when no time was logged), and
+    its shape when the auditor made it (see :func:`shape_of`). ``status``
+    is ``None`` for a list of targets."""
 
     def count_statuses(self, counts: Mapping[int | None, int]) -> object: ...
 
@@ -300,10 +352,12 @@ class Observer(Protocol):
         target: bytes,
         status: int | None,
         count: int,
-        error: InvalidTarget,
+        rule: str,
         clients: Collection[bytes] = (),
         first: float | None = None,
         last: float | None = None,
+        *,
+        shape: bytes | None = None,
     ) -> object: ...
 
 
@@ -327,8 +381,13 @@ class Auditor:
         self._routes = policy if isinstance(policy, RouteTable) else RouteTable(policy, [])
         self._format: Format = fmt
         self._observer = observer
-        # With an observer: the error of each rejected target, for it.
-        self._errors: dict[bytes, InvalidTarget] = {}
+        # Verdicts per shape and policy (see shape_of), and whether a policy
+        # of the table lets shapes decide (by id: the table keeps them alive).
+        self._shapes: dict[tuple[int, bytes], str] = {}
+        # With an observer: the target of each rejected request field.
+        self._rejected_targets: dict[bytes, tuple[bytes, bytes | None]] = {}
+        self._last_shape: bytes | None = None  # of the target judged last
+        self._folds: dict[int, bool] = {}
         self._unparseable_examples: list[str] = []
         # One tally for every verdict: OK, UNPARSEABLE and each rule code.
         self._tally: dict[str, int] = dict.fromkeys((OK, UNPARSEABLE, *RULES), 0)
@@ -483,8 +542,10 @@ class Auditor:
         tally = self._tally
         cached = self._log_cache.get
         end = -_STATUS_SUFFIX
-        rejected: dict[bytes, tuple[bytes, InvalidTarget]] = {}
-        for key, count in Counter(keys).items():
+        rejected: dict[bytes, tuple[bytes, bytes | None, str]] = {}
+        targets = self._rejected_targets
+        counts = Counter(keys)
+        for key, count in counts.items():
             field = key[:end]
             verdict = cached(field)
             if verdict is None:
@@ -494,25 +555,45 @@ class Auditor:
                 continue  # a request without a target
             statuses[key[-3:]] += count
             if verdict != OK:
-                target = _target_of(field)  # found again: rejections are rare
-                if target is not None:
-                    rejected[key] = (target, self._error_of(target))
+                known = targets.get(field)
+                if known is not None:
+                    rejected[key] = (known[0], known[1], verdict)
+                else:
+                    target = _target_of(field)  # judged in an earlier chunk
+                    if target is not None:
+                        rejected[key] = (target, None, verdict)
         if rejected:
-            lines: dict[bytes, list[int]] = {}
-            for i in compress(range(len(keys)), map(rejected.__contains__, keys)):
-                lines.setdefault(keys[i], []).append(i)
             when: dict[bytes, float | None] = {}
+            observe = observer.observe
+            # A key on one line (most of a log of distinct targets) is found
+            # by a dict built in C; the lines of the others, one by one.
+            last_line = dict(zip(keys, range(len(keys)), strict=True))
+            lines: dict[bytes, list[int]] = {}
+            for key in rejected:
+                if counts[key] == 1:
+                    i = last_line[key]
+                    target, shape, rule = rejected[key]
+                    at = _time_of(times[i], when)
+                    observe(
+                        target, int(key[-3:]), 1, rule, (client_of(heads[i]),), at, at, shape=shape
+                    )
+                else:
+                    lines[key] = []
+            if lines:
+                for i in compress(range(len(keys)), map(lines.__contains__, keys)):
+                    lines[keys[i]].append(i)
             for key, found_at in lines.items():
-                target, error = rejected[key]
+                target, shape, rule = rejected[key]
                 seen = [t for t in (_time_of(times[i], when) for i in found_at) if t is not None]
                 observer.observe(
                     target,
                     int(key[-3:]),
                     len(found_at),
-                    error,
+                    rule,
                     {client_of(heads[i]) for i in found_at},
                     min(seen, default=None),
                     max(seen, default=None),
+                    shape=shape,
                 )
         observer.count_statuses({int(status): n for status, n in statuses.items()})
 
@@ -525,21 +606,8 @@ class Auditor:
                 continue
             targets += count
             if verdict != OK:
-                target = line.removesuffix(b"\r")
-                observer.observe(target, None, count, self._error_of(target))
+                observer.observe(line.removesuffix(b"\r"), None, count, verdict)
         observer.count_statuses({None: targets})
-
-    def _error_of(self, target: bytes) -> InvalidTarget:
-        """The error of a target judged rejected (judged again if forgotten)."""
-        error = self._errors.get(target)
-        if error is None:
-            try:
-                parse_target(target, self._routes.select(target))
-            except InvalidTarget as raised:
-                error = raised.with_traceback(None)
-            else:  # never: the verdict was a rule
-                raise AssertionError("a rejected target passed when judged again")
-        return error
 
     def _unparseable(self, shown: str) -> None:
         found = self._unparseable_examples
@@ -557,6 +625,11 @@ class Auditor:
             verdict = OK  # the adapters pass it through (see bad-form)
         else:
             verdict = self._judge_target(request[2])
+            if verdict != OK and self._observer is not None:
+                # For the observer: found now, not again.
+                if len(self._rejected_targets) >= CACHE_SIZE:
+                    self._rejected_targets.clear()
+                self._rejected_targets[field] = (request[2], self._last_shape)
         _remember(self._log_cache, field, verdict)
         return verdict
 
@@ -567,22 +640,37 @@ class Auditor:
         return verdict
 
     def _judge_target(self, target: bytes) -> str:
-        try:
-            parse_target(target, self._routes.select(target))
-        except InvalidTarget as error:
-            rule: str = error.rule
-            if self._observer is not None:
-                if len(self._errors) >= CACHE_SIZE:
-                    self._errors.clear()
-                # Kept without its traceback, which would keep the parser's frames.
-                self._errors[target] = error.with_traceback(None)
+        policy = self._routes.select(target)
+        key = self._shape_key(target, policy)
+        self._last_shape = None if key is None else key[1]
+        rule = self._shapes.get(key) if key is not None else None
+        if rule is None:
+            try:
+                parse_target(target, policy)
+            except InvalidTarget as error:
+                rule = error.rule
+            else:
+                rule = OK
+            if key is not None:
+                _remember(self._shapes, key, rule)
+        if rule != OK:
             found = self._examples.setdefault(rule, [])
             if len(found) < EXAMPLES:
                 shown = display(target)
                 if shown not in found:
                     found.append(shown)
-            return rule
-        return OK
+        return rule
+
+    def _shape_key(self, target: bytes, policy: Policy) -> tuple[int, bytes] | None:
+        """The key of ``target``'s verdict among those of its shape, if its
+        shape decides it under ``policy``."""
+        folding = self._folds.get(id(policy))
+        if folding is None:
+            folding = self._folds[id(policy)] = folds(policy)
+        if not folding:
+            return None
+        shape = shape_of(target)
+        return None if shape is None else (id(policy), shape)
 
 
 def _target_of(field: bytes) -> bytes | None:
@@ -599,7 +687,7 @@ def _time_of(field: bytes, known: dict[bytes, float | None]) -> float | None:
     return when
 
 
-def _remember(cache: dict[bytes, str], key: bytes, verdict: str) -> None:
+def _remember(cache: dict[K, str], key: K, verdict: str) -> None:
     if len(cache) >= CACHE_SIZE:
         cache.clear()
     cache[key] = verdict

@@ -81,7 +81,7 @@ from typing import Any, Final, Literal
 from urllib.parse import unquote_to_bytes
 
 from . import _grammar as g
-from ._audit import display
+from ._audit import display, folds, shape_of
 from ._config import check_prefix, config_from_mapping
 from ._errors import RULES, InvalidTarget
 from ._parser import parse_target
@@ -162,16 +162,15 @@ _BAD_PREFIX_BYTE: Final = re.compile(rb"[^!-~]|[?#]")
 _TWICE_DANGER: Final = re.compile(rb"[/\\\x00-\x1f\x7f]|\xc2[\x80-\x9f]|%[0-9A-Fa-f]{2}")
 
 
+_STATUS_CLASS: Final[dict[int, StatusClass]] = {2: "served", 3: "served", 4: "failed", 5: "failed"}
+
+
 def status_class(status: int | None) -> StatusClass:
     """``served`` for 2xx and 3xx, ``failed`` for 4xx and 5xx, else
     ``other`` (1xx, nonsense such as nginx's 000, or no status at all)."""
-    if status is None:
+    if status is None or status < 0:
         return "other"
-    if 200 <= status < 400:
-        return "served"
-    if 400 <= status < 600:
-        return "failed"
-    return "other"
+    return _STATUS_CLASS.get(status // 100, "other")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -288,14 +287,20 @@ class _Tally:
         self._example(count, target)
 
     def _example(self, count: int, target: bytes) -> None:
+        """Keep the most requested targets, the least bytes first among
+        equals (the same log, the same examples, in any order)."""
         examples = self.examples
         for i, (seen, shown) in enumerate(examples):
             if shown == target:
                 examples[i] = (seen + count, target)
                 break
         else:
+            if len(examples) >= STOPPED_EXAMPLES:
+                least, last = examples[-1]
+                if count < least or (count == least and target > last):
+                    return  # no better than the least kept
             examples.append((count, target))
-        examples.sort(key=lambda pair: (-pair[0], pair[1]))
+        examples.sort(key=_by_requests)
         del examples[STOPPED_EXAMPLES:]
 
     def merge(self, other: _Tally) -> None:
@@ -332,6 +337,10 @@ class _Tally:
         )
 
 
+def _by_requests(example: tuple[int, bytes]) -> tuple[int, bytes]:
+    return -example[0], example[1]
+
+
 def _merged(tallies: Iterable[_Tally]) -> _Tally:
     merged = _Tally()
     for tally in tallies:
@@ -339,27 +348,43 @@ def _merged(tallies: Iterable[_Tally]) -> _Tally:
     return merged
 
 
-class _Known:
-    """What the ledger remembers of one rejected target: its cause (or the
-    rule never loosened that stops it), its directory, and its requests."""
+class _Analysis:
+    """What a target needs beyond its policy (its cause, the value each
+    limit of it needs, the rules relaxed), or the rule never loosened and the
+    reason that stop it; ``twice``: its second decoding is dangerous. The
+    same for every target of one shape under one policy."""
 
-    __slots__ = ("cause", "failed", "needs", "prefix", "rules", "served", "stop")
+    __slots__ = ("cause", "needs", "rules", "stop", "twice")
 
     def __init__(
         self,
-        prefix: bytes,
         cause: Cause = (),
         needs: dict[Atom, int] | None = None,
         rules: Collection[str] = (),
         stop: tuple[str, str] | None = None,
+        twice: bool = False,
     ) -> None:
-        self.prefix = prefix
         self.cause = cause
         self.needs = needs or {}
         self.rules = frozenset(rules)
         self.stop = stop
+        self.twice = twice
+
+
+class _Known:
+    """What the ledger remembers of one rejected target: its analysis, its
+    directory, and its requests by status class."""
+
+    __slots__ = ("analysis", "cut", "depth", "failed", "prefix", "served")
+
+    def __init__(self, prefix: bytes, analysis: _Analysis) -> None:
+        self.prefix = prefix
+        self.analysis = analysis
         self.served = 0
         self.failed = 0
+        # The prefix cut to the depth of its cause's tallies when last looked up.
+        self.cut = prefix
+        self.depth: int | None = None
 
 
 def client_key(client: bytes) -> bytes:
@@ -416,6 +441,11 @@ class Ledger:
         self._keep_targets = keep_targets
         self._max_prefixes = max_prefixes
         self._known: dict[bytes, _Known] = {}
+        # Analyses per shape and policy (see _audit.shape_of), bounded; and
+        # whether a policy of the table lets shapes decide (by id: the table
+        # keeps its policies alive).
+        self._shapes: dict[tuple[int, bytes], _Analysis] = {}
+        self._folds: dict[int, bool] = {}
 
     def count_statuses(self, counts: Mapping[int | None, int]) -> None:
         """Count requests with a target (``counts``: status -> requests)."""
@@ -428,31 +458,36 @@ class Ledger:
         target: bytes,
         status: int | None,
         count: int,
-        error: InvalidTarget,
+        rule: str | InvalidTarget,
         clients: Collection[bytes] = (),
         first: float | None = None,
         last: float | None = None,
+        *,
+        shape: bytes | None = None,
     ) -> None:
         """Note ``count`` requests for ``target`` answered ``status`` that the
-        current policy rejects with ``error``, sent by ``clients`` between
-        ``first`` and ``last``. (Count them with :meth:`count_statuses` too.)"""
+        current policy rejects under ``rule`` (a rule code, or the error),
+        sent by ``clients`` between ``first`` and ``last``; ``shape``: the
+        target's shape when the caller made it (see ``_audit.shape_of``).
+        (Count them with :meth:`count_statuses` too.)"""
         kind = status_class(status)
         if kind == "other":
-            self.other[error.rule] += count  # neither way
+            self.other[rule if isinstance(rule, str) else rule.rule] += count  # neither way
             return
         known = self._known.get(target)
         if known is None:
             if len(self._known) >= self._keep_targets:
                 self._known.clear()
-            known = self._known[target] = self._analyse(target, error)
-        if known.stop is not None:
+            known = self._known[target] = self._learn(target, shape)
+        analysis = known.analysis
+        if analysis.stop is not None:
             if kind == "served":
-                stopped = self.stopped.get(known.stop)
+                stopped = self.stopped.get(analysis.stop)
                 if stopped is None:
-                    stopped = self.stopped[known.stop] = _Tally()
+                    stopped = self.stopped[analysis.stop] = _Tally()
                 stopped.add_served(target, count, map(client_key, clients), first, last)
             else:
-                self.failed_stopped[known.stop[0]] += count
+                self.failed_stopped[analysis.stop[0]] += count
             return
         tally = self._tally(known)
         if kind == "served":
@@ -471,54 +506,35 @@ class Ledger:
                     tally.contested += known.served
             known.failed += count
 
-    # -- the analysis of one target, once ---------------------------------------
+    # -- the analysis of one target, once per shape -----------------------------------
 
-    def _analyse(self, target: bytes, error: InvalidTarget) -> _Known:
-        """Relax a copy of the target's policy, rule by rule as the parser
-        meets them, until it passes or meets a rule never loosened."""
-        policy = self.table.select(target)
-        path = path_of(target)
-        prefix = _directory([path])
-        if prefix == b"/" and len(path) > 1 and _BAD_PREFIX_BYTE.search(path) is None:
+    def _learn(self, target: bytes, shape: bytes | None) -> _Known:
+        policy = self.table.select(target) if self.routes else self.policy
+        path = target.partition(b"?")[0] if target[:1] == b"/" else path_of(target)
+        folding = self._folds.get(id(policy))
+        if folding is None:
+            folding = self._folds[id(policy)] = folds(policy)
+        if not folding:
+            shape = None
+        elif shape is None:
+            shape = shape_of(target)
+        analysis = self._shapes.get((id(policy), shape)) if shape is not None else None
+        if analysis is None:
+            analysis = _analyse(target, path, policy)
+            if shape is not None:
+                if len(self._shapes) >= self._keep_targets:
+                    self._shapes.clear()
+                self._shapes[id(policy), shape] = analysis
+        if analysis.twice:
+            self._block(path)
+        prefix = path[: path.rfind(b"/") + 1]
+        if _BAD_PREFIX_BYTE.search(prefix) is not None:
+            prefix = _directory([path])
+        elif prefix == b"/" and len(path) > 1 and _BAD_PREFIX_BYTE.search(path) is None:
             # Directly under '/', the narrowest prefix is the path itself: '/'
             # alone would be a site-wide change.
             prefix = path
-        needs: dict[Atom, int] = {}
-        rules: set[str] = set()
-        found: InvalidTarget | None = error
-        for _ in range(MAX_ROUNDS):
-            if found is None:
-                return _Known(prefix, tuple(sorted(needs)), needs, rules)
-            cause = _cause(target, path, found, policy)
-            if cause.atoms is None:
-                return _Known(prefix, stop=(cause.rule, cause.reason))
-            stop = self._never(cause, path, policy, needs)
-            if stop is not None:
-                return _Known(prefix, stop=(cause.rule, stop))
-            for atom, need in cause.atoms.items():
-                needs[atom] = max(needs.get(atom, 0), need)
-                # Which settings, not how much: a limit opened wide says the
-                # same and keeps the relaxed policies few (and cached).
-                policy = _relax(policy, atom, _NO_LIMIT if atom[0] in _LIMIT_KEYS else need)
-            rules.add(cause.rule)
-            found = _judge(target, policy)
-        return _Known(prefix, stop=("unresolved", _REASONS["unresolved"]))
-
-    def _never(
-        self, cause: _Cause, path: bytes, policy: Policy, needs: Mapping[Atom, int]
-    ) -> str | None:
-        """The reason a loosenable rule is not loosened for this target, if
-        one holds."""
-        atoms = cause.atoms or {}
-        if any(key == "raw_path_extra" and char in NEVER_RAW_IN_PATH for key, char in atoms):
-            return _REASONS["raw-path"]
-        separator = any(_is_separator(atom) for atom in atoms) or _keeps_separator(policy)
-        if (_EMPTY in atoms and separator) or (_EMPTY in needs and separator):
-            return _REASONS["empty-beside-separator"]
-        if _DOUBLE in atoms and _dangerous_twice(path):
-            self._block(path)
-            return _REASONS["double-twice"]
-        return None
+        return _Known(prefix, analysis)
 
     def _block(self, path: bytes) -> None:
         if len(self.blockers) < MAX_BLOCKERS:
@@ -529,23 +545,27 @@ class Ledger:
     # -- tallies, bounded -----------------------------------------------------------
 
     def _tally(self, known: _Known) -> _Tally:
-        cause = known.cause
+        analysis = known.analysis
+        cause = analysis.cause
         groups = self.groups.get(cause)
         if groups is None:
             if len(self.groups) >= MAX_CAUSES:
-                self.overflow.rules |= known.rules
+                self.overflow.rules |= analysis.rules
                 return self.overflow
             groups = self.groups[cause] = {}
-        prefix = _cut(known.prefix, self.depth.get(cause))
+        depth = self.depth.get(cause)
+        if depth != known.depth:
+            known.cut, known.depth = _cut(known.prefix, depth), depth
+        prefix = known.cut
         tally = groups.get(prefix)
         if tally is None:
             tally = groups[prefix] = _Tally()
+            tally.rules |= analysis.rules  # one cause, one set of rules
             if len(groups) > self._max_prefixes:
                 self._coarsen(cause)
                 prefix = _cut(known.prefix, self.depth[cause])
                 tally = self.groups[cause][prefix]
-        tally.rules |= known.rules
-        for atom, need in known.needs.items():
+        for atom, need in analysis.needs.items():  # the limits only
             if need > tally.needs.get(atom, 0):
                 tally.needs[atom] = need
         return tally
@@ -571,6 +591,39 @@ class Ledger:
         self.depth[cause] = depth
 
 
+def _analyse(target: bytes, path: bytes, policy: Policy) -> _Analysis:
+    """Relax a copy of the target's policy, rule by rule as the parser
+    meets them, until it passes or meets a rule never loosened."""
+    needs: dict[Atom, int] = {}
+    rules: set[str] = set()
+    for _ in range(MAX_ROUNDS):
+        found = _judge(target, policy)
+        if found is None:
+            limits = {atom: need for atom, need in needs.items() if atom[0] in _LIMIT_KEYS}
+            return _Analysis(tuple(sorted(needs)), limits, rules)
+        cause = _cause(target, path, found, policy)
+        if cause.atoms is None:
+            return _Analysis(stop=(cause.rule, cause.reason))
+        atoms = cause.atoms
+        if any(key == "raw_path_extra" and char in NEVER_RAW_IN_PATH for key, char in atoms):
+            return _Analysis(stop=(cause.rule, _REASONS["raw-path"]))
+        separator = any(_is_separator(atom) for atom in atoms) or _keeps_separator(policy)
+        if separator and (_EMPTY in atoms or _EMPTY in needs):
+            return _Analysis(stop=(cause.rule, _REASONS["empty-beside-separator"]))
+        if _DOUBLE in atoms and _dangerous_twice(path):
+            return _Analysis(stop=(cause.rule, _REASONS["double-twice"]), twice=True)
+        for atom, need in atoms.items():
+            if atom[0] in _LIMIT_KEYS:
+                needs[atom] = max(needs.get(atom, 0), need)
+            else:
+                needs.setdefault(atom, 0)
+            # Which settings, not how much: a limit opened wide says the
+            # same and keeps the relaxed policies few (and cached).
+            policy = _relax(policy, atom, _NO_LIMIT if atom[0] in _LIMIT_KEYS else need)
+        rules.add(cause.rule)
+    return _Analysis(stop=("unresolved", _REASONS["unresolved"]))
+
+
 def _depth(prefix: bytes) -> int:
     """Segments of a prefix: its '/', and one more for a name after the last."""
     return prefix.count(b"/") + (not prefix.endswith(b"/"))
@@ -579,11 +632,13 @@ def _depth(prefix: bytes) -> int:
 def _cut(prefix: bytes, depth: int | None) -> bytes:
     """``prefix`` cut to ``depth`` segments, up to the '/' that ends them
     (all of it for ``None`` or when it has no more)."""
-    if depth is None or _depth(prefix) <= depth:
+    if depth is None:
         return prefix
     at = -1
     for _ in range(depth):
         at = prefix.find(b"/", at + 1)
+        if at < 0:
+            return prefix
     return prefix[: at + 1]
 
 
