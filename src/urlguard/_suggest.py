@@ -232,10 +232,11 @@ class _Tally:
         "against",
         "clients",
         "contested",
-        "examples",
         "failed",
         "first",
+        "kept",
         "last",
+        "least",
         "needs",
         "rules",
         "served",
@@ -251,9 +252,10 @@ class _Tally:
         self.targets: set[int] = set()  # hashes of served targets, at most COUNTED
         self.first: float | None = None
         self.last: float | None = None
-        # Served targets shown as examples, most requested first (at most
-        # STOPPED_EXAMPLES), with their requests.
-        self.examples: list[tuple[int, bytes]] = []
+        # Served targets kept as examples (at most STOPPED_EXAMPLES), with
+        # their requests, and the one a better target would replace.
+        self.kept: dict[bytes, int] = {}
+        self.least: tuple[int, bytes] | None = None
         self.needs: dict[Atom, int] = {}  # the value each limit needs
         self.rules: set[str] = set()
 
@@ -273,13 +275,15 @@ class _Tally:
         self.served += count
         if len(self.targets) < COUNTED:
             self.targets.add(hash(target))
-        room = COUNTED - len(self.clients)
-        for client in clients:
-            if room <= 0:
-                break
-            if client not in self.clients:
-                self.clients.add(client)
-                room -= 1
+        if len(self.clients) < COUNTED:
+            room = COUNTED - len(self.clients)
+            for client in clients:
+                key = client_key(client)
+                if key not in self.clients:
+                    self.clients.add(key)
+                    room -= 1
+                    if not room:
+                        break
         if first is not None and (self.first is None or first < self.first):
             self.first = first
         if last is not None and (self.last is None or last > self.last):
@@ -289,19 +293,26 @@ class _Tally:
     def _example(self, count: int, target: bytes) -> None:
         """Keep the most requested targets, the least bytes first among
         equals (the same log, the same examples, in any order)."""
-        examples = self.examples
-        for i, (seen, shown) in enumerate(examples):
-            if shown == target:
-                examples[i] = (seen + count, target)
-                break
+        kept = self.kept
+        if target in kept:
+            kept[target] += count
+        elif len(kept) < STOPPED_EXAMPLES:
+            kept[target] = count
         else:
-            if len(examples) >= STOPPED_EXAMPLES:
-                least, last = examples[-1]
-                if count < least or (count == least and target > last):
-                    return  # no better than the least kept
-            examples.append((count, target))
-        examples.sort(key=_by_requests)
-        del examples[STOPPED_EXAMPLES:]
+            least = self.least
+            if least is None:
+                worst = max((-n, shown) for shown, n in kept.items())
+                least = self.least = (-worst[0], worst[1])
+            if count < least[0] or (count == least[0] and target > least[1]):
+                return  # no better than the least kept: the common case
+            del kept[least[1]]
+            kept[target] = count
+        self.least = None  # found again when next needed
+
+    @property
+    def examples(self) -> list[tuple[int, bytes]]:
+        """The examples, most requested first."""
+        return sorted(((n, target) for target, n in self.kept.items()), key=_by_requests)
 
     def merge(self, other: _Tally) -> None:
         self.served += other.served
@@ -485,13 +496,13 @@ class Ledger:
                 stopped = self.stopped.get(analysis.stop)
                 if stopped is None:
                     stopped = self.stopped[analysis.stop] = _Tally()
-                stopped.add_served(target, count, map(client_key, clients), first, last)
+                stopped.add_served(target, count, clients, first, last)
             else:
                 self.failed_stopped[analysis.stop[0]] += count
             return
         tally = self._tally(known)
         if kind == "served":
-            tally.add_served(target, count, map(client_key, clients), first, last)
+            tally.add_served(target, count, clients, first, last)
             if known.failed:
                 # A target answered 4xx/5xx too: its requests are no evidence.
                 tally.contested += count
