@@ -224,10 +224,15 @@ def shape_of(target: bytes) -> bytes | None:
     """
     if target[:1] != b"/":
         return None
-    if b"%" not in target:
-        return target.translate(_FOLD)
-    first, *escaped = target.split(b"%")
-    return b"%".join([first.translate(_FOLD), *(p[:4] + p[4:].translate(_FOLD) for p in escaped)])
+    folded = target.translate(_FOLD)
+    at = target.find(b"%")
+    if at < 0:
+        return folded
+    shape = bytearray(folded)
+    while at >= 0:
+        shape[at + 1 : at + 5] = target[at + 1 : at + 5]
+        at = target.find(b"%", at + 1)
+    return bytes(shape)
 
 
 def folds(policy: Policy) -> bool:
@@ -569,11 +574,11 @@ class Auditor:
             # by a dict built in C; the lines of the others, one by one.
             last_line = dict(zip(keys, range(len(keys)), strict=True))
             lines: dict[bytes, list[int]] = {}
-            for key in rejected:
+            for key, (target, shape, rule) in rejected.items():
                 if counts[key] == 1:
                     i = last_line[key]
-                    target, shape, rule = rejected[key]
-                    at = _time_of(times[i], when)
+                    stamp = times[i]
+                    at = when[stamp] if stamp in when else _time_of(stamp, when)
                     observe(
                         target, int(key[-3:]), 1, rule, (client_of(heads[i]),), at, at, shape=shape
                     )
