@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import doctest
 import random
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 import urlguard._audit
 from urlguard import InvalidTarget, Policy, parse_target
 from urlguard import _grammar as g
-from urlguard._audit import client_of, folds, log_time, shape_of
+from urlguard._audit import Auditor, client_of, folds, log_time, shape_of
 
 P = pytest.param
 
@@ -141,3 +142,61 @@ def test_log_time(field: bytes, seconds: float | None) -> None:
 )
 def test_client_of(head: bytes, client: bytes) -> None:
     assert client_of(head) == client
+
+
+METHODS = ["GET", "POST", "OPTIONS", "G T", "GET\\x20"]
+VERSIONS = ["HTTP/1.1", "HTTP/2.0", "HTTQ/1.1", "HTTP/1.1 x", ""]
+TARGETS = ["*", "/", "http://a.example/b%2Fc"]
+
+
+def expected_verdict(method: str, target: bytes, version: str) -> str:
+    """The verdict of one logged request line, judged without the auditor."""
+    line = f"{method} ".encode() + target + (f" {version}".encode() if version else b"")
+    parts = line.split(b" ")
+    if len(parts) < 3 or not re.fullmatch(rb"HTTP/[0-9]+(?:\.[0-9]+)?", parts[-1]):
+        return "unparseable"
+    if not re.fullmatch(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+", parts[0]):
+        return "unparseable"
+    if parts[0] == b"OPTIONS" and target == b"*":
+        return "ok"
+    return verdict(b" ".join(parts[1:-1]), Policy())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(METHODS),
+            st.one_of(
+                st.sampled_from(TARGETS),
+                st.lists(st.sampled_from(PIECES), min_size=1, max_size=6).map(
+                    lambda pieces: "/" + "".join(pieces)
+                ),
+            ),
+            st.sampled_from(VERSIONS),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.randoms(),
+)
+def test_verdicts_by_shape_are_the_verdicts_of_each_request(
+    requests: list[tuple[str, str, str]], rng: random.Random
+) -> None:
+    """The auditor judges a request line once per shape: on a log where
+    each request comes again with its letters and digits changed, every
+    rule is counted as judging each request alone counts it."""
+    lines = []
+    want: dict[str, int] = {}
+    for method, text, version in requests:
+        target = text.encode("utf-8")
+        for variant in (target, same_shape(target, rng), same_shape(target, rng)):
+            field = f"{method} ".encode() + variant + (f" {version}".encode() if version else b"")
+            lines.append(b'192.0.2.1 - - [10/Oct/2024:13:55:36 +0000] "' + field + b'" 200 1')
+            rule = expected_verdict(method, variant, version)
+            want[rule] = want.get(rule, 0) + 1
+    auditor = Auditor(Policy(), "common")
+    auditor.feed_lines([line.replace(b"\\", b"\\\\") for line in lines])
+    report = auditor.report()
+    assert report.unparseable == want.pop("unparseable", 0)
+    assert report.rules == {rule: n for rule, n in want.items() if rule != "ok"}

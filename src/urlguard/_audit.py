@@ -389,6 +389,8 @@ class Auditor:
         # Verdicts per shape and policy (see shape_of), and whether a policy
         # of the table lets shapes decide (by id: the table keeps them alive).
         self._shapes: dict[tuple[int, bytes], str] = {}
+        # Verdicts per request shape (see _request_shape).
+        self._requests: dict[tuple[bytes, ...], str] = {}
         # With an observer: the target of each rejected request field.
         self._rejected_targets: dict[bytes, tuple[bytes, bytes | None]] = {}
         self._last_shape: bytes | None = None  # of the target judged last
@@ -622,6 +624,13 @@ class Auditor:
     # -- verdicts (once per distinct field) ------------------------------------
 
     def _judge_request(self, field: bytes) -> str:
+        shaped = self._request_shape(field)
+        if shaped is not None:
+            verdict = self._requests.get(shaped[0])
+            if verdict is not None:
+                self._judged(field, shaped[1], shaped[2], verdict)
+                _remember(self._log_cache, field, verdict)
+                return verdict
         request = _REQUEST_LINE.fullmatch(unescape_log(field))
         if request is None:
             verdict = UNPARSEABLE
@@ -631,12 +640,51 @@ class Auditor:
         else:
             verdict = self._judge_target(request[2])
             if verdict != OK and self._observer is not None:
-                # For the observer: found now, not again.
-                if len(self._rejected_targets) >= CACHE_SIZE:
-                    self._rejected_targets.clear()
-                self._rejected_targets[field] = (request[2], self._last_shape)
+                self._found(field, request[2], self._last_shape)
         _remember(self._log_cache, field, verdict)
+        if shaped is not None:
+            _remember(self._requests, shaped[0], verdict)
         return verdict
+
+    def _request_shape(self, field: bytes) -> tuple[tuple[bytes, ...], bytes, bytes] | None:
+        """The key of a request field's verdict among those of its shape:
+        its method and version as they are and its target's shape (see
+        :func:`shape_of`), with the target and its shape; ``None`` when the
+        shape does not decide the verdict: a field with log escapes (the
+        field is not yet the request line), per-route policies (chosen by
+        the path itself), a target not in origin-form, or a policy that
+        does not allow every letter and digit. The request line's grammar
+        reads only the method, the spaces and the version."""
+        if self._routes.routes or _BACKSLASH in field:
+            return None
+        first, last = field.find(b" "), field.rfind(b" ")
+        if first < 0 or last <= first:
+            return None
+        target = field[first + 1 : last]
+        key = self._shape_key(target, self._routes.policy)
+        if key is None:
+            return None
+        return (field[:first], key[1], field[last:]), target, key[1]
+
+    def _judged(self, field: bytes, target: bytes, shape: bytes, verdict: str) -> None:
+        """What judging a request does besides its verdict: an example of a
+        rule, the target for the observer."""
+        if verdict in (OK, UNPARSEABLE):
+            return
+        found = self._examples.setdefault(verdict, [])
+        if len(found) < EXAMPLES:
+            shown = display(target)
+            if shown not in found:
+                found.append(shown)
+        if self._observer is not None:
+            self._found(field, target, shape)
+
+    def _found(self, field: bytes, target: bytes, shape: bytes | None) -> None:
+        """Keep a rejected request's target (and shape) for the observer:
+        found now, not again."""
+        if len(self._rejected_targets) >= CACHE_SIZE:
+            self._rejected_targets.clear()
+        self._rejected_targets[field] = (target, shape)
 
     def _judge_line(self, line: bytes) -> str:
         target = line[:-1] if line.endswith(b"\r") else line  # CRLF files
