@@ -1299,3 +1299,19 @@ def test_the_documented_example_is_what_the_command_prints(
         main(argv)
         printed.append(f"$ urlguard {' '.join(argv)}\n{capsys.readouterr().out}")
     assert shown == "".join(printed)
+
+
+def test_a_target_that_must_stay_rejected_splits_its_branch_only() -> None:
+    """A blocker at the bottom of a chain of 100 branching directories: every
+    branch beside the chain gets its route, the blocker's directory none."""
+    requests: list[Request] = [(b"/a" * k + b"/b/x%2520y", 200, 1) for k in range(1, 101)]
+    blocker = b"/a" * 100 + b"/b/%252e%252e%252fetc"
+    requests.append(Sent(blocker, 404, 1, 1, 0))
+    result = suggested(requests, thresholds=Thresholds(1, 1, 0, routes=1000))
+    routes = result.mapping["routes"]
+    assert len(routes) == 99
+    assert all(policy == {"double_encoding": "allow"} for policy in routes.values())
+    [refusal] = result.refused
+    assert refusal.scope == (b"/a" * 100 + b"/b/").decode()
+    assert refusal.reason.startswith("a target under it, decoded twice")
+    assert verdict(blocker, read_back(result.text)) == "double-encoding"

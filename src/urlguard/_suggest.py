@@ -893,7 +893,7 @@ _REASONS: Final[dict[str, str]] = {
     "forbidden-char": "a control, bidi or other always-forbidden character",
     "raw-char": "a raw byte no setting accepts (space, control, non-ASCII)",
     "authority": "in the authority of an absolute-form target",
-    "unresolved": "still rejected after the last round of relaxation",
+    "unresolved": "still rejected after the last of its relaxations",
     "raw-path": 'a raw character no browser sends in a path (< > " { } ^ `)',
     "empty-beside-separator": (
         "an empty segment where a separator is kept ('//' cannot be told from "
@@ -963,7 +963,7 @@ def _forbidden_char_cause(
     path: bytes, query: bytes, error: InvalidTarget, policy: Policy
 ) -> _Cause:
     """Every character of the component the policy forbids, not only the
-    first: one round relaxes them all."""
+    first: one relaxation admits them all."""
     if error.component == "path":
         text = percent_decode(path).decode("utf-8", "replace")
         found = {c for c in text if not policy.allows_char(c)}
@@ -1054,12 +1054,6 @@ class _Draft:
     def select(self, prefix: str) -> Policy:
         return self.table().select(prefix.encode("ascii"))
 
-    def enclosing(self, prefix: str) -> Policy:
-        """The policy of the longest other route that covers ``prefix``,
-        else the base policy: what ``prefix`` would get without its route."""
-        shorter = self.shorter(prefix)
-        return self.routes[shorter] if shorter is not None else self.base
-
     def shorter(self, prefix: str) -> str | None:
         key = _route_key(prefix)
         found = [p for p in self.routes if p != prefix and key.startswith(_route_key(p))]
@@ -1134,8 +1128,11 @@ class _Planner:
         for cause in sorted(self.ledger.groups):
             groups = self.ledger.groups[cause]
             served = sorted(prefix for prefix, tally in groups.items() if tally.served)
-            if served:
-                self._cover(cause, served, groups)
+            # Groups still to cover, in a list: a split may go deeper as many
+            # times as the cause has prefixes.
+            pending = [served] if served else []
+            while pending:
+                pending += self._cover(cause, pending.pop(), groups)
 
     def _blocked(self, cause: Cause, prefix: bytes) -> bool:
         """Whether ``cause`` under ``prefix`` would admit a target whose
@@ -1147,14 +1144,17 @@ class _Planner:
         key = percent_decode(prefix)
         return any(blocker.startswith(key) for blocker in self.ledger.blockers)
 
-    def _cover(self, cause: Cause, prefixes: list[bytes], groups: Mapping[bytes, _Tally]) -> None:
+    def _cover(
+        self, cause: Cause, prefixes: list[bytes], groups: Mapping[bytes, _Tally]
+    ) -> list[list[bytes]]:
         """Give ``cause`` to the common prefix of ``prefixes`` when the
         evidence under it is enough, else list it as refused. The top level
         is split by first segment unless the evidence is enough for a
         site-wide change without the part that has the most of it: a site-wide
         change is for a cause seen all over the site, and one busy route
         with a few requests elsewhere (which an attacker can add) is a
-        route. A prefix over a target that must stay rejected is split too."""
+        route. A prefix over a target that must stay rejected is split too.
+        Returns the parts still to cover."""
         common = prefixes[0] if len(prefixes) == 1 else _directory(prefixes)
         blocked = self._blocked(cause, common)
         top = common == b"/"
@@ -1170,20 +1170,18 @@ class _Planner:
             spread = _merged(tally for part, tally in tallies.items() if part != largest)
             if self.site.met(spread):
                 self.grants.append(_Grant(common, cause, _merged(tallies.values())))
-                return
+                return []
         elif not blocked:
             tally = _merged(tallies.values())
             if self.route.met(tally):
                 self.grants.append(_Grant(common, cause, tally))
             else:
                 self.refused.append(_Refusal(common, cause, tally, _NOT_ENOUGH))
-            return
-        for part, members in parts.items():
-            if part == common:
-                reason = _REASONS["double-twice-under"] if blocked else _NOT_ENOUGH
-                self.refused.append(_Refusal(common, cause, tallies[part], reason))
-            else:
-                self._cover(cause, members, groups)
+            return []
+        if common in parts:
+            reason = _REASONS["double-twice-under"] if blocked else _NOT_ENOUGH
+            self.refused.append(_Refusal(common, cause, tallies[common], reason))
+        return [members for part, members in parts.items() if part != common]
 
     def bound(self) -> None:
         """At most ``routes`` route prefixes: those with the most evidence
