@@ -11,6 +11,9 @@ rejected target). Each is audited in a subprocess (start-up included), with
 and without ``--suggest``, on the parser chosen at import and on the
 reference (``URLGUARD_NO_EXTENSIONS=1``); the report must count every line.
 
+Each run also reports the CPU seconds the audit used: on a machine shared
+with other work, wall time counts the waits for a core too.
+
 Memory: ``--suggest`` on a log of one million distinct targets, all served
 and all rejected, spread over thousands of directories, gzip-compressed;
 the peak resident set the subprocess reports of itself (``VmHWM``), beside
@@ -28,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -104,22 +108,32 @@ def served_targets(lines: int) -> list[bytes]:
 
 # Runs the command, then reports its own peak resident set (VmHWM, which
 # exec resets: ru_maxrss of a child also counts the parent it was forked
-# from, when that parent was larger than the audit).
+# from, when that parent was larger than the audit) and the CPU seconds it
+# used (on a shared machine, wall time also counts the waits for a core).
 _RUNNER: Final = """
-import sys
+import resource, sys
 from urlguard.cli import main
 code = main(sys.argv[1:])
 sys.stdout.flush()
 with open("/proc/self/status") as status:
     peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
-print("peak-rss-kib", peak, file=sys.stderr)
+used = resource.getrusage(resource.RUSAGE_SELF)
+print("peak-rss-kib", peak, "cpu-seconds", used.ru_utime + used.ru_stime, file=sys.stderr)
 sys.exit(code)
 """
 
 
-def audit_once(command: list[str], log: Path, lines: int, reference: bool) -> tuple[float, int]:
-    """One audit in a subprocess, bounded in time: its seconds and its own
-    peak resident set in bytes."""
+@dataclass(frozen=True)
+class Run:
+    """One audit: wall seconds, CPU seconds, and peak resident set in bytes."""
+
+    seconds: float
+    cpu_seconds: float
+    peak: int
+
+
+def audit_once(command: list[str], log: Path, lines: int, reference: bool) -> Run:
+    """One audit in a subprocess, bounded in time."""
     env = dict(os.environ, URLGUARD_NO_EXTENSIONS="1") if reference else None
     argv = [sys.executable, "-c", _RUNNER, *command, str(log)]
     start = time.perf_counter()
@@ -127,14 +141,14 @@ def audit_once(command: list[str], log: Path, lines: int, reference: bool) -> tu
     elapsed = time.perf_counter() - start
     if done.returncode not in (0, 1) or json.loads(done.stdout).get("lines") != lines:
         raise RuntimeError(f"urlguard {' '.join(command)} failed: {done.stderr[-300:]!r}")
-    peak = done.stderr.rsplit(b"peak-rss-kib ", 1)[-1]
-    return elapsed, int(peak) * 1024
+    # The runner's last words: "peak-rss-kib N cpu-seconds S".
+    words = done.stderr.rsplit(b"peak-rss-kib ", 1)[-1].split()
+    return Run(elapsed, float(words[2]), int(words[0]) * 1024)
 
 
 def lines_per_second(command: list[str], log: Path, lines: int, reference: bool) -> float:
-    """One audit in a subprocess, bounded in time."""
-    elapsed, _ = audit_once(command, log, lines, reference)
-    return lines / elapsed
+    """One audit in a subprocess, bounded in time: lines per wall second."""
+    return lines / audit_once(command, log, lines, reference).seconds
 
 
 def run(
@@ -162,14 +176,19 @@ def run(
         for command in COMMANDS:
             for kind, log in logs.items():
                 for parser, reference in parsers.items():
-                    rates = [
-                        lines_per_second(command, log, lines, reference) for _ in range(repeats)
-                    ]
-                    rows.append([" ".join(command), kind, parser, min_max(rates).text()])
+                    runs = [audit_once(command, log, lines, reference) for _ in range(repeats)]
+                    rates = [lines / run.seconds for run in runs]
+                    rows.append([
+                        " ".join(command),
+                        kind,
+                        parser,
+                        min_max(rates).text(),
+                        min_max([lines / run.cpu_seconds for run in runs]).text(),
+                    ])  # fmt: skip
                     if command == COMMANDS[0] and kind != "shop":
                         results[f"audit {kind}", parser] = min_max(rates)
         out(f"Audit: lines per second over {lines:,} lines, {repeats} runs: median (min–max)")
-        out(markdown(["command", "log", "parser", "lines/s"], rows))
+        out(markdown(["command", "log", "parser", "lines/s", "lines per CPU second"], rows))
 
         served = Path(folder, "served.log.gz")
         write_log(served, served_targets(memory_lines), corpus.seed, lambda i: 200)
@@ -182,12 +201,13 @@ def run(
                 rows.append([
                     " ".join(command),
                     parser,
-                    min_max([rss / 2**20 for _, rss in runs]).text(".0f"),
-                    min_max([memory_lines / seconds for seconds, _ in runs]).text(),
+                    min_max([run.peak / 2**20 for run in runs]).text(".0f"),
+                    min_max([memory_lines / run.seconds for run in runs]).text(),
+                    min_max([memory_lines / run.cpu_seconds for run in runs]).text(),
                 ])  # fmt: skip
     out("")
     out(
         f"Audit: peak memory on {memory_lines:,} distinct served targets (gzip), "
         f"{repeats} runs: median (min–max)"
     )
-    out(markdown(["command", "parser", "peak RSS MiB", "lines/s"], rows))
+    out(markdown(["command", "parser", "peak RSS MiB", "lines/s", "lines per CPU second"], rows))
