@@ -712,13 +712,15 @@ def test_audit_stdin(command: list[str], pack: Callable[[bytes], bytes]) -> None
     assert totals(json.loads(done.stdout)) == want
 
 
+@pytest.mark.parametrize("suggesting", [P([], id="audit"), P(["--suggest"], id="suggest")])
+@pytest.mark.parametrize("size", [P(5 << 19, id="2.5 MiB"), P(3 << 20, id="3 MiB")])
 def test_audit_long_line_is_unparseable_not_fatal(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, size: int, suggesting: list[str]
 ) -> None:
     path = tmp_path / "access.log"
-    huge = combined(b"GET /" + b"a" * (5 << 19) + b" HTTP/1.1")  # 2.5 MiB
+    huge = combined(b"GET /" + b"a" * size + b" HTTP/1.1")
     path.write_bytes(log([combined(b"GET /%zz HTTP/1.1"), huge, combined(b"GET / HTTP/1.1")]))
-    code, result = audit_json(capsys, str(path))
+    code, result = audit_json(capsys, *suggesting, str(path))
     assert (code, totals(result)) == (1, expected(["malformed-escape", "unparseable", "ok"]))
 
 
