@@ -15,7 +15,9 @@ Speed: access logs repeat the same targets over and over. Input is read a
 megabyte at a time; one ``findall`` of a precompiled regex pulls every request
 field out of the chunk and a ``Counter`` counts them, both in C. Python code
 runs once per *distinct* field of the chunk: a lookup in a bounded cache of
-verdicts (emptied when full), and ``parse_target`` on a miss.
+verdicts (emptied when full), then one per *shape* of request (see
+:func:`shape_of`: logs of distinct targets are mostly a few shapes), and
+``parse_target`` on a miss.
 
     >>> auditor = Auditor(Policy())
     >>> auditor.feed_lines([b"/ok", b"/caf%C3%A9", b"/%C4rzteblatt"], "targets")

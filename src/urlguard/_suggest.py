@@ -12,24 +12,28 @@ What the engine does, in order:
 
 1. :class:`Ledger` is told, by the auditor, the statuses of all requests
    and, for each target the current policy rejects, its status, count,
-   error, clients and first and last time. It works out once per target
-   what the target needs (the *cause*: the settings that would admit it,
-   found by relaxing a copy of its policy for it alone) or which rule never
-   loosened stops it, and adds the requests to one *tally* per cause and
-   directory prefix. Memory is bounded by the number of causes and
-   prefixes, not by the number of distinct targets: a cause with more
+   rule, clients and first and last time. It works out once per target
+   shape (``_audit.shape_of``) what the target needs (the *cause*: the
+   settings that would admit it, found by relaxing a copy of its policy for
+   it alone) or which rule never loosened stops it, and adds the requests
+   to one *tally* per cause and directory prefix (a target directly under
+   ``/`` is its own prefix: ``/`` alone is the whole site). Memory is
+   bounded by the number of causes and prefixes, not by the number of
+   distinct targets: a cause with more
    prefixes than :data:`MAX_PREFIXES` has them cut one segment shorter,
    merging siblings, until they fit.
 2. :func:`suggest` merges, per cause, the prefixes into their common
    prefix, and gives the cause's settings to that prefix when the requests
    under it are enough evidence (:class:`Thresholds`: requests, distinct
    clients, and time between the first and the last); a site-wide change
-   needs :data:`SITE_FACTOR` times more. When they are not, the merged
-   prefix is split by its next segment only where the top level or a
-   blocking target asks for it; the rest is listed as *would be rejected:
-   not enough evidence to admit*. At most ``Thresholds.routes`` routes are
-   suggested: past that, the routes with the least evidence are listed as
-   refused.
+   needs :data:`SITE_FACTOR` times more, outside the first segment with
+   the most of it. The top level without that evidence, and a prefix over
+   a target that must stay rejected, are split by their next segment;
+   whatever else lacks evidence is listed as *would be rejected: not
+   enough evidence to admit*. Requests of a target also answered 4xx/5xx
+   are no evidence; 4xx/5xx on other targets are not evidence against.
+   At most ``Thresholds.routes`` routes are suggested: past that, the
+   routes with the least evidence are listed as refused.
 3. Never loosened, whatever the evidence: ``invalid-utf8``,
    ``malformed-escape``, ``fragment``, ``bad-form``, ``dot-segment``,
    ``drive-letter``; a control, bidi or other always-forbidden character
