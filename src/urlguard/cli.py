@@ -65,6 +65,8 @@ EXIT_ERROR: Final = 2
 _CONTEXT: Final = 60
 #: Bytes of an audit example shown in the text report (JSON has them whole).
 _EXAMPLE_WIDTH: Final = 120
+#: Changes not made shown one by one in the summary of ``--write``.
+_SUMMARY_REFUSED: Final = 5
 #: Seconds before a progress bar appears: short runs never show one.
 _PROGRESS_DELAY: Final = 0.5
 
@@ -481,7 +483,6 @@ def _write(path: str, text: str, *, force: bool) -> None:
 
 def _suggestion_summary(suggestion: Suggestion, report: Report, path: str) -> str:
     s = suggestion
-    stopped = sum(stop.requests for stop in s.stopped)
     refused = sum(r.evidence.requests + r.evidence.contested for r in s.refused)
     lines = [
         f"wrote        {_shown_path(path)}",
@@ -500,10 +501,22 @@ def _suggestion_summary(suggestion: Suggestion, report: Report, path: str) -> st
             f"  {where}: {change.key} ({', '.join(change.rules)}) admits "
             f"{e.requests:,} requests from {e.clients:,} clients, {e.failed:,} answered 4xx/5xx"
         )
-    if refused:
-        lines.append(f"not enough   {refused:>12,}  evidence to admit, or refused (see the file)")
-    if stopped:
-        lines.append(f"stopped      {stopped:>12,}  by rules never loosened (see the file)")
+    for refusal in s.refused[:_SUMMARY_REFUSED]:
+        e = refusal.evidence
+        where = (
+            "at the top level" if refusal.scope == "/" else f"under {toml_string(refusal.scope)}"
+        )
+        lines.append(
+            f"refused      {e.requests + e.contested:>12,}  {', '.join(refusal.rules)} "
+            f"{where}: {refusal.reason}"
+        )
+    if len(s.refused) > _SUMMARY_REFUSED:
+        lines.append(
+            f"refused      {refused:>12,}  in all ({len(s.refused):,} changes; see the file)"
+        )
+    for stop in s.stopped:
+        lines.append(f"stopped      {stop.requests:>12,}  {stop.rule}: {stop.reason}")
+        lines += [f"    {_shorten(shown, _EXAMPLE_WIDTH)}" for shown in stop.examples]
     for shown in s.still_rejected:
         lines.append(f"still rejected (a bug; please report): {shown}")
     return "\n".join(lines)
