@@ -84,7 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif part == "e2e":
             e2e.run(1 if quick else args.e2e_rounds, 1.0 if quick else 3.0, results)
         elif part == "audit":
-            audit.run(targets, 2_000 if quick else 200_000, 1 if quick else 3, results)
+            lines, repeats = (2_000, 1) if quick else (200_000, 3)
+            audit.run(targets, lines, repeats, results, memory_lines=2_000 if quick else 1_000_000)
         elif part == "instructions":
             instructions.run(quick, results)
         sys.stdout.flush()

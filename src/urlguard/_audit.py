@@ -7,13 +7,17 @@ so that the target checked is the one the server received; and nothing from
 the log is ever shown unescaped: examples go through :func:`display`, which
 keeps printable ASCII only. A file that is not a text log (binary data, a
 broken gzip stream, no line in the expected format) is an :class:`AuditError`
-with a one-line message, never a traceback.
+with a one-line message, never a traceback; one bad line (a control byte, a
+line of megabytes) is counted unparseable and shown escaped, and the rest of
+the file is read.
 
 Speed: access logs repeat the same targets over and over. Input is read a
 megabyte at a time; one ``findall`` of a precompiled regex pulls every request
 field out of the chunk and a ``Counter`` counts them, both in C. Python code
 runs once per *distinct* field of the chunk: a lookup in a bounded cache of
-verdicts (emptied when full), and ``parse_target`` on a miss.
+verdicts (emptied when full), then one per *shape* of request (see
+:func:`shape_of`: logs of distinct targets are mostly a few shapes), and
+``parse_target`` on a miss.
 
     >>> auditor = Auditor(Policy())
     >>> auditor.feed_lines([b"/ok", b"/caf%C3%A9", b"/%C4rzteblatt"], "targets")
@@ -25,6 +29,7 @@ verdicts (emptied when full), and ``parse_target`` on a miss.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import gzip
 import io
 import os
@@ -32,8 +37,9 @@ import re
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import IO, Final, Literal, Protocol
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from itertools import compress
+from typing import IO, Final, Literal, Protocol, TypeVar
 
 from ._errors import RULES, InvalidTarget
 from ._parser import parse_target
@@ -41,6 +47,7 @@ from ._policy import Policy
 from ._routes import RouteTable, is_server_wide_options
 
 Format = Literal["auto", "combined", "common", "targets"]
+K = TypeVar("K")
 FORMATS: Final[tuple[str, ...]] = ("auto", "combined", "common", "targets")
 
 #: Verdicts besides the rule codes. Neither can be mistaken for a rule code.
@@ -75,24 +82,90 @@ LINE_EXAMPLE: Final = 200
 # "[^"\\]*(?:\\.[^"\\]*)*" (linear, no nested quantifier over one character).
 # The patterns run over a whole chunk (MULTILINE): no class may cross a '\n',
 # and each match runs to the end of its line so the search resumes at the next.
-_QUOTED: Final = rb'"([^"\\\n]*(?:\\.[^"\\\n]*)*)"'
-_ANY_QUOTED: Final = rb'"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
-_START: Final = rb"^[^\"\[\n]*\[[^\]\n]*\] "
+# A log line holds no raw control byte: nginx and Apache escape them in
+# every field they copy from a request (\xHH). A line that has one (a NUL, an
+# ANSI escape, a lone CR) was not written by the server as it stands: that
+# line is unparseable, and the lines around it are read as usual. TAB may
+# separate fields (custom formats use it); CR only ends a line (CRLF files).
+_CTL: Final = rb"\x00-\x08\x0a-\x1f\x7f"  # every control byte but TAB
+_IN_QUOTES: Final = rb'(?:[^"\\' + _CTL + rb"]*(?:\\[^" + _CTL + rb'][^"\\' + _CTL + rb"]*)*)"
+_QUOTED: Final = b'"(' + _IN_QUOTES + b')"'
+_ANY_QUOTED: Final = b'"' + _IN_QUOTES + b'"'
+_HEAD: Final = rb'[^"\[' + _CTL + rb"]*"  # the fields before [time]
+_TIME_FIELD: Final = rb"[^\]" + _CTL + rb"]*"
+_START: Final = b"^" + _HEAD + rb"\[" + _TIME_FIELD + rb"\] "
 _COMMON_PREFIX: Final = _START + _QUOTED + rb" [0-9]{3} (?:[0-9]+|-)"
 # The combined format adds "%{Referer}i" "%{User-agent}i"; many setups append
-# more fields after those, so anything may follow a space.
-_LINE_END: Final = rb"(?: [^\n]*|\r?)$"
+# more fields after those, so anything but a control may follow a space.
+_LINE_END: Final = rb"(?: [^" + _CTL + rb"]*)?\r?$"
 _COMBINED_END: Final = b" " + _ANY_QUOTED + b" " + _ANY_QUOTED + _LINE_END
 _COMMON: Final = re.compile(_COMMON_PREFIX + _LINE_END, re.MULTILINE)
 _COMBINED: Final = re.compile(_COMMON_PREFIX + _COMBINED_END, re.MULTILINE)
-# The same lines with the status (%>s) captured too, for --suggest: the same
-# lines match, so counts do not depend on which pair is used. One group, the
-# request field, '" ' and the status: findall then gives bytes, where two
-# groups would give a tuple per line for the garbage collector to track.
-_STATUS_PREFIX: Final = _START + rb'"((?:[^"\\\n]*(?:\\.[^"\\\n]*)*)" [0-9]{3}) (?:[0-9]+|-)'
+# The same lines with three groups, for --suggest: the fields before [time]
+# (the client address is among them), the time, and the request field, '" '
+# and the status as one key (``field" NNN``). The same lines match, so
+# counts do not depend on which pattern is used.
+_STATUS_PREFIX: Final = (
+    b"^(" + _HEAD + rb")\[(" + _TIME_FIELD + rb')\] "(' + _IN_QUOTES + rb'" [0-9]{3}) (?:[0-9]+|-)'
+)
 _STATUS_SUFFIX: Final = len(b'" 200')
 _COMMON_STATUS: Final = re.compile(_STATUS_PREFIX + _LINE_END, re.MULTILINE)
 _COMBINED_STATUS: Final = re.compile(_STATUS_PREFIX + _COMBINED_END, re.MULTILINE)
+
+# The [time] field, %t: "10/Oct/2000:13:55:36 -0700" (Apache and nginx).
+_TIME: Final = re.compile(
+    rb"([0-9]{2})/([A-Za-z]{3})/([0-9]{4})"  # day/month/year
+    rb":([0-9]{2}):([0-9]{2}):([0-9]{2})"  # :hour:minute:second
+    rb" ([+-])([0-9]{2})([0-9]{2})"  # the offset from UTC
+)
+_MONTHS: Final = {
+    name: number
+    for number, name in enumerate(b"jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)
+}
+
+
+def log_time(field: bytes) -> float | None:
+    """Seconds since the epoch of a logged ``%t`` field, or ``None`` when it
+    is not one (the time then counts for nothing).
+
+    >>> log_time(b"10/Oct/2000:13:55:36 -0700")
+    971211336.0
+    """
+    found = _TIME.fullmatch(field)
+    if found is None:
+        return None
+    month = _MONTHS.get(found[2].lower())
+    if month is None:
+        return None
+    try:
+        when = datetime.datetime(
+            int(found[3]),
+            month,
+            int(found[1]),
+            int(found[4]),
+            int(found[5]),
+            int(found[6]),
+            tzinfo=datetime.UTC,
+        ).timestamp()
+    except ValueError:  # no such day, hour, ...
+        return None
+    offset = (int(found[8]) * 60 + int(found[9])) * 60
+    return float(when - offset if found[7] == b"+" else when + offset)
+
+
+def client_of(head: bytes) -> bytes:
+    """The client address among the fields before ``[time]``: ``%h %l %u``
+    end there (Apache's vhost_combined puts ``%v:%p`` before them), so it
+    is the third field from the end, or the first when there are fewer.
+
+    >>> client_of(b"example.com:443 192.0.2.7 - frank ")
+    b'192.0.2.7'
+    """
+    fields = head.split()
+    if not fields:
+        return b"-"
+    return fields[-3] if len(fields) >= 3 else fields[0]
+
 
 # RFC 9112 §3: request-line = method SP request-target SP HTTP-version, with
 # method = token (RFC 9110 §5.6.2) and HTTP-version = "HTTP/" DIGIT "." DIGIT
@@ -120,6 +193,55 @@ _BACKSLASH: Final = ord("\\")
 # What a line of a plain list of targets starts with (for --format auto):
 # origin-form or http(s) absolute-form.
 _LOOKS_LIKE_TARGET: Final = re.compile(rb"/|[Hh][Tt][Tt][Pp][Ss]?://")
+
+# --- Shapes: one verdict for targets that differ only in letters and digits ---
+#
+# Logs of crawlers, shops and APIs hold millions of distinct targets of a few
+# shapes (/products/1234/kg%2Fs). Outside escapes, the parser treats every
+# ASCII letter alike (a drive letter is any letter) and every digit alike, so
+# two origin-form targets of one shape get one verdict, provided the policy
+# allows every letter and digit (allowed_ranges may narrow that). The shape
+# folds digits to '0', the hex letters to 'a' and the other letters to 'x'
+# (hex stays hex: "%2541" stays an escape after one decoding), and keeps
+# exactly the four bytes after every '%': the escape, and the escape it
+# makes after one decoding (%25HH), so that what a first and a second
+# decoding give (a separator, a control, a dot) is that of the target.
+# Lengths and every other byte are kept (too-long, too-many, raw bytes).
+_FOLD: Final = bytes(
+    ord("0") if chr(b).isdigit() and b < 0x80
+    else ord("a") if chr(b) in "abcdefABCDEF"
+    else ord("x") if chr(b).isalpha() and b < 0x80
+    else b
+    for b in range(256)
+)  # fmt: skip
+_ALNUM: Final = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def shape_of(target: bytes) -> bytes | None:
+    """The shape of an origin-form target (``None`` for any other form:
+    the scheme and host of absolute-form are not folded).
+
+    >>> shape_of(b"/products/1234/kg%2Fs?page=2")
+    b'/xxxaxaxx/0000/xx%2Fs?xaxa=0'
+    """
+    if target[:1] != b"/":
+        return None
+    folded = target.translate(_FOLD)
+    at = target.find(b"%")
+    if at < 0:
+        return folded
+    shape = bytearray(folded)
+    while at >= 0:
+        shape[at + 1 : at + 5] = target[at + 1 : at + 5]
+        at = target.find(b"%", at + 1)
+    return bytes(shape)
+
+
+def folds(policy: Policy) -> bool:
+    """Whether ``policy`` allows every ASCII letter and digit in the path
+    and the query, so that a target's shape decides its verdict."""
+    return all(policy.allows_char(c) and policy.allows_char(c, "query") for c in _ALNUM)
+
 
 # --- Display ----------------------------------------------------------------
 
@@ -224,13 +346,25 @@ ProgressFactory = Callable[[str, int | None], Progress]
 class Observer(Protocol):
     """How ``audit --suggest`` learns what the site answered: the statuses
     of all requests with a target, a chunk at a time, and each distinct
-    (rejected target, status) of a chunk with its count and the error the
-    policy raised. ``status`` is ``None`` for a list of targets."""
+    (rejected target, status) of a chunk with its count, the rule that
+    rejects it, the clients that sent it and when it was first and last
+    sent (seconds since the epoch; ``None`` when no time was logged), and
+    its shape when the auditor made it (see :func:`shape_of`). ``status``
+    is ``None`` for a list of targets."""
 
     def count_statuses(self, counts: Mapping[int | None, int]) -> object: ...
 
     def observe(
-        self, target: bytes, status: int | None, count: int, error: InvalidTarget
+        self,
+        target: bytes,
+        status: int | None,
+        count: int,
+        rule: str,
+        clients: Collection[bytes] = (),
+        first: float | None = None,
+        last: float | None = None,
+        *,
+        shape: bytes | None = None,
     ) -> object: ...
 
 
@@ -254,8 +388,15 @@ class Auditor:
         self._routes = policy if isinstance(policy, RouteTable) else RouteTable(policy, [])
         self._format: Format = fmt
         self._observer = observer
-        # With an observer: the error of each rejected target, for it.
-        self._errors: dict[bytes, InvalidTarget] = {}
+        # Verdicts per shape and policy (see shape_of), and whether a policy
+        # of the table lets shapes decide (by id: the table keeps them alive).
+        self._shapes: dict[tuple[int, bytes], str] = {}
+        # Verdicts per request shape (see _request_shape).
+        self._requests: dict[tuple[bytes, ...], str] = {}
+        # With an observer: the target of each rejected request field.
+        self._rejected_targets: dict[bytes, tuple[bytes, bytes | None]] = {}
+        self._last_shape: bytes | None = None  # of the target judged last
+        self._folds: dict[int, bool] = {}
         self._unparseable_examples: list[str] = []
         # One tally for every verdict: OK, UNPARSEABLE and each rule code.
         self._tally: dict[str, int] = dict.fromkeys((OK, UNPARSEABLE, *RULES), 0)
@@ -344,6 +485,8 @@ class Auditor:
             return "common"  # combined lines are common lines with more after
         if any(_LOOKS_LIKE_TARGET.match(line) for line in lines):
             return "targets"
+        if any(0 in line for line in lines):
+            raise AuditError(f"{shown}: binary data (NUL bytes in its first lines): not a text log")
         raise AuditError(
             f"{shown}: not an access log (combined or common format) nor a list of "
             "targets starting with '/' or http(s)://; see --format"
@@ -365,9 +508,10 @@ class Auditor:
             return
         if self._observer is not None:
             pattern = _COMBINED_STATUS if fmt == "combined" else _COMMON_STATUS
-            found: list[bytes] = pattern.findall(body)
+            found: list[tuple[bytes, bytes, bytes]] = pattern.findall(body)
             self._note_unparseable(body, len(found), pattern)
-            self._count_observed(found, self._observer)
+            if found:
+                self._count_observed(found, self._observer)
             return
         pattern = _COMBINED if fmt == "combined" else _COMMON
         fields: list[bytes] = pattern.findall(body)
@@ -397,16 +541,20 @@ class Auditor:
                 verdict = judge(key)
             tally[verdict] += count
 
-    def _count_observed(self, found: list[bytes], observer: Observer) -> None:
+    def _count_observed(self, found: list[tuple[bytes, bytes, bytes]], observer: Observer) -> None:
         """:meth:`_count` for ``--suggest``: each distinct request field and
-        status (``field" NNN``) is counted, and told to the observer with its
-        target when rejected."""
+        status (``field" NNN``) is counted; a rejected one is told to the
+        observer with its target, its clients and its first and last time.
+        Only the lines of rejected fields are looked at one by one."""
+        heads, times, keys = zip(*found, strict=True)
         statuses: Counter[bytes] = Counter()
         tally = self._tally
         cached = self._log_cache.get
-        observe = observer.observe
         end = -_STATUS_SUFFIX
-        for key, count in Counter(found).items():
+        rejected: dict[bytes, tuple[bytes, bytes | None, str]] = {}
+        targets = self._rejected_targets
+        counts = Counter(keys)
+        for key, count in counts.items():
             field = key[:end]
             verdict = cached(field)
             if verdict is None:
@@ -414,12 +562,48 @@ class Auditor:
             tally[verdict] += count
             if verdict == UNPARSEABLE:
                 continue  # a request without a target
-            status = key[-3:]
-            statuses[status] += count
+            statuses[key[-3:]] += count
             if verdict != OK:
-                target = _target_of(field)  # found again: rejections are rare
-                if target is not None:
-                    observe(target, int(status), count, self._error_of(target))
+                known = targets.get(field)
+                if known is not None:
+                    rejected[key] = (known[0], known[1], verdict)
+                else:
+                    target = _target_of(field)  # judged in an earlier chunk
+                    if target is not None:
+                        rejected[key] = (target, None, verdict)
+        if rejected:
+            when: dict[bytes, float | None] = {}
+            observe = observer.observe
+            # A key on one line (most of a log of distinct targets) is found
+            # by a dict built in C; the lines of the others, one by one.
+            last_line = dict(zip(keys, range(len(keys)), strict=True))
+            lines: dict[bytes, list[int]] = {}
+            for key, (target, shape, rule) in rejected.items():
+                if counts[key] == 1:
+                    i = last_line[key]
+                    stamp = times[i]
+                    at = when[stamp] if stamp in when else _time_of(stamp, when)
+                    observe(
+                        target, int(key[-3:]), 1, rule, (client_of(heads[i]),), at, at, shape=shape
+                    )
+                else:
+                    lines[key] = []
+            if lines:
+                for i in compress(range(len(keys)), map(lines.__contains__, keys)):
+                    lines[keys[i]].append(i)
+            for key, found_at in lines.items():
+                target, shape, rule = rejected[key]
+                seen = [t for t in (_time_of(times[i], when) for i in found_at) if t is not None]
+                observer.observe(
+                    target,
+                    int(key[-3:]),
+                    len(found_at),
+                    rule,
+                    {client_of(heads[i]) for i in found_at},
+                    min(seen, default=None),
+                    max(seen, default=None),
+                    shape=shape,
+                )
         observer.count_statuses({int(status): n for status, n in statuses.items()})
 
     def _observe_lines(self, counts: Counter[bytes], observer: Observer) -> None:
@@ -431,21 +615,8 @@ class Auditor:
                 continue
             targets += count
             if verdict != OK:
-                target = line.removesuffix(b"\r")
-                observer.observe(target, None, count, self._error_of(target))
+                observer.observe(line.removesuffix(b"\r"), None, count, verdict)
         observer.count_statuses({None: targets})
-
-    def _error_of(self, target: bytes) -> InvalidTarget:
-        """The error of a target judged rejected (judged again if forgotten)."""
-        error = self._errors.get(target)
-        if error is None:
-            try:
-                parse_target(target, self._routes.select(target))
-            except InvalidTarget as raised:
-                error = raised.with_traceback(None)
-            else:  # never: the verdict was a rule
-                raise AssertionError("a rejected target passed when judged again")
-        return error
 
     def _unparseable(self, shown: str) -> None:
         found = self._unparseable_examples
@@ -455,6 +626,13 @@ class Auditor:
     # -- verdicts (once per distinct field) ------------------------------------
 
     def _judge_request(self, field: bytes) -> str:
+        shaped = self._request_shape(field)
+        if shaped is not None:
+            verdict = self._requests.get(shaped[0])
+            if verdict is not None:
+                self._judged(field, shaped[1], shaped[2], verdict)
+                _remember(self._log_cache, field, verdict)
+                return verdict
         request = _REQUEST_LINE.fullmatch(unescape_log(field))
         if request is None:
             verdict = UNPARSEABLE
@@ -463,8 +641,52 @@ class Auditor:
             verdict = OK  # the adapters pass it through (see bad-form)
         else:
             verdict = self._judge_target(request[2])
+            if verdict != OK and self._observer is not None:
+                self._found(field, request[2], self._last_shape)
         _remember(self._log_cache, field, verdict)
+        if shaped is not None:
+            _remember(self._requests, shaped[0], verdict)
         return verdict
+
+    def _request_shape(self, field: bytes) -> tuple[tuple[bytes, ...], bytes, bytes] | None:
+        """The key of a request field's verdict among those of its shape:
+        its method and version as they are and its target's shape (see
+        :func:`shape_of`), with the target and its shape; ``None`` when the
+        shape does not decide the verdict: a field with log escapes (the
+        field is not yet the request line), per-route policies (chosen by
+        the path itself), a target not in origin-form, or a policy that
+        does not allow every letter and digit. The request line's grammar
+        reads only the method, the spaces and the version."""
+        if self._routes.routes or _BACKSLASH in field:
+            return None
+        first, last = field.find(b" "), field.rfind(b" ")
+        if first < 0 or last <= first:
+            return None
+        target = field[first + 1 : last]
+        key = self._shape_key(target, self._routes.policy)
+        if key is None:
+            return None
+        return (field[:first], key[1], field[last:]), target, key[1]
+
+    def _judged(self, field: bytes, target: bytes, shape: bytes, verdict: str) -> None:
+        """What judging a request does besides its verdict: an example of a
+        rule, the target for the observer."""
+        if verdict in (OK, UNPARSEABLE):
+            return
+        found = self._examples.setdefault(verdict, [])
+        if len(found) < EXAMPLES:
+            shown = display(target)
+            if shown not in found:
+                found.append(shown)
+        if self._observer is not None:
+            self._found(field, target, shape)
+
+    def _found(self, field: bytes, target: bytes, shape: bytes | None) -> None:
+        """Keep a rejected request's target (and shape) for the observer:
+        found now, not again."""
+        if len(self._rejected_targets) >= CACHE_SIZE:
+            self._rejected_targets.clear()
+        self._rejected_targets[field] = (target, shape)
 
     def _judge_line(self, line: bytes) -> str:
         target = line[:-1] if line.endswith(b"\r") else line  # CRLF files
@@ -473,22 +695,37 @@ class Auditor:
         return verdict
 
     def _judge_target(self, target: bytes) -> str:
-        try:
-            parse_target(target, self._routes.select(target))
-        except InvalidTarget as error:
-            rule: str = error.rule
-            if self._observer is not None:
-                if len(self._errors) >= CACHE_SIZE:
-                    self._errors.clear()
-                # Kept without its traceback, which would keep the parser's frames.
-                self._errors[target] = error.with_traceback(None)
+        policy = self._routes.select(target)
+        key = self._shape_key(target, policy)
+        self._last_shape = None if key is None else key[1]
+        rule = self._shapes.get(key) if key is not None else None
+        if rule is None:
+            try:
+                parse_target(target, policy)
+            except InvalidTarget as error:
+                rule = error.rule
+            else:
+                rule = OK
+            if key is not None:
+                _remember(self._shapes, key, rule)
+        if rule != OK:
             found = self._examples.setdefault(rule, [])
             if len(found) < EXAMPLES:
                 shown = display(target)
                 if shown not in found:
                     found.append(shown)
-            return rule
-        return OK
+        return rule
+
+    def _shape_key(self, target: bytes, policy: Policy) -> tuple[int, bytes] | None:
+        """The key of ``target``'s verdict among those of its shape, if its
+        shape decides it under ``policy``."""
+        folding = self._folds.get(id(policy))
+        if folding is None:
+            folding = self._folds[id(policy)] = folds(policy)
+        if not folding:
+            return None
+        shape = shape_of(target)
+        return None if shape is None else (id(policy), shape)
 
 
 def _target_of(field: bytes) -> bytes | None:
@@ -497,7 +734,15 @@ def _target_of(field: bytes) -> bytes | None:
     return None if request is None else request[2]
 
 
-def _remember(cache: dict[bytes, str], key: bytes, verdict: str) -> None:
+def _time_of(field: bytes, known: dict[bytes, float | None]) -> float | None:
+    """:func:`log_time`, once per distinct field of a chunk."""
+    if field in known:
+        return known[field]
+    when = known[field] = log_time(field)
+    return when
+
+
+def _remember(cache: dict[K, str], key: K, verdict: str) -> None:
     if len(cache) >= CACHE_SIZE:
         cache.clear()
     cache[key] = verdict
@@ -540,8 +785,9 @@ class _Source:
         """The input as runs of whole lines, each line ending in ``\\n``, about
         a chunk at a time (a last line without a line break gets one).
 
-        Raises :class:`AuditError` on binary data (a NUL byte: no access log
-        and no list of targets contains one) and on broken gzip data."""
+        A control byte (a NUL) is left in its line, which is then
+        unparseable: one bad line never stops the rest. Raises
+        :class:`AuditError` on broken gzip data."""
         stream = self._gzip_file if self._gzip_file is not None else self._raw
         # Whole chunks from a file; from a pipe, whatever is available (read1),
         # so that lines are counted and progress moves while the writer is slow.
@@ -551,17 +797,10 @@ class _Source:
         carry = b""  # the start of a line continued in the next chunk
         skipping = False  # inside an overlong line, dropping it
         done = 0  # progress so far
-        offset = 0  # bytes of (decompressed) data before this chunk
         while True:
             chunk = self._read(read)
             if not chunk:
                 break
-            if 0 in chunk:
-                raise AuditError(
-                    f"{self.shown}: binary data (a NUL byte at byte offset "
-                    f"{offset + chunk.index(0)}): not a text log"
-                )
-            offset += len(chunk)
             if bar is not None:
                 if self._seekable:
                     position = self._raw.tell()

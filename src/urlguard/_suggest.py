@@ -1,39 +1,58 @@
 """From access logs to a policy: the engine of ``urlguard audit --suggest``.
 
-A log says, for every request, what the server answered. A request the site
-answered with 2xx or 3xx was *served*: if the current policy rejects it, the
-policy is too strict for the site, and the suggestion relaxes exactly what
-that request needs, for exactly the part of the site where such requests
-are served. A request answered with 4xx or 5xx is *failing*: when it would be
-rejected for the same reason, it is evidence against relaxing there.
+A log says, for every request, what the server answered, to which client
+and when. A request the site answered with 2xx or 3xx was *served*: if the
+current policy rejects it, the policy may be too strict for the site. But
+an attacker writes part of every access log, and a careless handler
+answers an attack with 200, so a served request is a claim, not a proof.
+The engine loosens a rule only on evidence an attacker cannot cheaply
+forge, and never loosens the rules that protect.
 
 What the engine does, in order:
 
 1. :class:`Ledger` is told, by the auditor, the statuses of all requests
-   and each target the current policy rejects, with its status, count and
-   error; it keeps those targets only.
-2. :func:`suggest` relaxes, round after round, the earliest rule (in the
-   parser's order) that still rejects a served target. Each relaxation is
-   one *atom* (``encoded_slash = "keep"``, one character for
-   ``raw_query_extra``, a limit) given to the longest raw path prefix that
-   covers all the served targets needing it and none of the failing ones
-   rejected for the same reason; several prefixes when one cannot, the top
-   level when the only common prefix is ``/`` and no failing request is in
-   the way. A target may fail on a second rule once its first is relaxed:
-   it is judged again in the next round, until it passes or meets a rule
-   that is never loosened.
-3. Rules that protect are never loosened, whatever the status:
-   ``invalid-utf8``, ``malformed-escape``, ``fragment``, ``bad-form``,
-   ``dot-segment``, a control, bidi or other always-forbidden character (in
-   the query, only TAB, LF and CR may be re-allowed: a ``<textarea>`` sends
-   them), and a raw byte no setting accepts (space, controls, non-ASCII).
-   Served requests that meet one are listed as what enforcement will stop.
+   and, for each target the current policy rejects, its status, count,
+   rule, clients and first and last time. It works out once per target
+   shape (``_audit.shape_of``) what the target needs (the *cause*: the
+   settings that would admit it, found by relaxing a copy of its policy for
+   it alone) or which rule never loosened stops it, and adds the requests
+   to one *tally* per cause and directory prefix (a target directly under
+   ``/`` is its own prefix: ``/`` alone is the whole site). Memory is
+   bounded by the number of causes and prefixes, not by the number of
+   distinct targets: a cause with more
+   prefixes than :data:`MAX_PREFIXES` has them cut one segment shorter,
+   merging siblings, until they fit.
+2. :func:`suggest` merges, per cause, the prefixes into their common
+   prefix, and gives the cause's settings to that prefix when the requests
+   under it are enough evidence (:class:`Thresholds`: requests, distinct
+   clients, and time between the first and the last); a site-wide change
+   needs :data:`SITE_FACTOR` times more, outside the first segment with
+   the most of it. The top level without that evidence, and a prefix over
+   a target that must stay rejected, are split by their next segment;
+   whatever else lacks evidence is listed as *would be rejected: not
+   enough evidence to admit*. Requests of a target also answered 4xx/5xx
+   are no evidence; 4xx/5xx on other targets are not evidence against.
+   At most ``Thresholds.routes`` routes are suggested: past that, the
+   routes with the least evidence are listed as refused.
+3. Never loosened, whatever the evidence: ``invalid-utf8``,
+   ``malformed-escape``, ``fragment``, ``bad-form``, ``dot-segment``,
+   ``drive-letter``; a control, bidi or other always-forbidden character
+   (in the query, only TAB, LF and CR, which a ``<textarea>`` sends and the
+   browser preset admits); a raw byte no setting accepts; raw characters in
+   a path that no browser sends raw (``< > " { } ^`` and backtick); an
+   empty segment where a separator is kept (the parser cannot tell ``//``
+   from a leading ``%2F``, an absolute path); and double encoding whose
+   second decoding gives a separator, a dot segment, a control or another
+   escape (such a target also keeps ``double_encoding = "allow"`` from
+   every prefix that covers it). Served requests that meet one are listed
+   as what enforcement will stop.
 4. The suggestion is written as TOML in the configuration format of
-   :mod:`urlguard._config`, every line with a comment: the rule it relaxes,
-   the requests and distinct targets it admits, one escaped example, and the
-   failing requests it admits too. The text is then read back with
-   :func:`~urlguard.config_from_mapping` and every served target judged
-   again under it: any that still fails is listed, never hidden.
+   :mod:`urlguard._config`, every line with a comment: the rule it relaxes
+   and the evidence it rests on (requests, targets, clients, first and last
+   time seen, one escaped example, and the failing requests under it). The
+   text is then read back with :func:`~urlguard.config_from_mapping` and
+   the example of every change judged again under it: any that still fails
+   is listed, never hidden.
 
 Nothing here reads a file or prints: the command line feeds the ledger and
 writes the text.
@@ -41,11 +60,13 @@ writes the text.
     >>> from urlguard import Policy
     >>> from urlguard import InvalidTarget
     >>> slash = InvalidTarget("encoded-slash", "path", 1, 7)  # as the auditor found it
-    >>> ledger = Ledger()
-    >>> for target, status in [(b"/files/a%2Fb", 200), (b"/files/c%2Fd", 200), (b"/x/..%2F", 404)]:
-    ...     ledger.observe(target, status, 1, slash)
-    >>> ledger.count_statuses({200: 2, 404: 1})
-    >>> result = suggest(ledger, Policy())
+    >>> ledger = Ledger(Policy())
+    >>> day = 86_400.0
+    >>> for n in range(40):
+    ...     target = b"/files/a%2Fb" if n % 2 else b"/files/c%2Fd"
+    ...     ledger.observe(target, 200, 1, slash, {b"192.0.2.%d" % n}, n * day / 40, n * day / 40)
+    >>> ledger.count_statuses({200: 40})
+    >>> result = suggest(ledger)
     >>> [(c.scope, c.key, c.value) for c in result.changes if c.origin == "suggested"]
     [('/files/', 'encoded_slash', 'keep')]
 """
@@ -53,15 +74,18 @@ writes the text.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import functools
+import ipaddress
 import re
 import tomllib
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal
+from urllib.parse import unquote_to_bytes
 
 from . import _grammar as g
-from ._audit import OK, display
+from ._audit import display, folds, shape_of
 from ._config import check_prefix, config_from_mapping
 from ._errors import RULES, InvalidTarget
 from ._parser import parse_target
@@ -88,13 +112,33 @@ PROTECTED_RULES: Final = frozenset(
 #: line breaks and tab of text typed into a ``<textarea>`` of a GET form
 #: (what the browser preset re-allows).
 QUERY_TEXT_CONTROLS: Final = g.BROWSER_QUERY_CHARS
-#: Distinct failing targets kept as evidence; more are counted, not kept.
-KEEP_FAILED: Final = 1 << 18
-#: Served targets shown per rule among what enforcement will stop.
+#: Characters never admitted raw in a path, whatever the evidence: browsers
+#: escape them there (the browser preset's path set is only ``[]|``), so a
+#: path with one raw was written by hand or by a scanner (``/x/<script>``).
+NEVER_RAW_IN_PATH: Final = frozenset('<>"{}^`')
+#: A site-wide change (the top level, prefix ``/``) needs this many times
+#: the requests, clients and hours a route needs.
+SITE_FACTOR: Final = 5
+#: Distinct clients and targets counted per tally; past it, "or more".
+COUNTED: Final = 256
+#: Prefixes kept per cause before siblings are merged one segment up.
+MAX_PREFIXES: Final = 256
+#: Causes (sets of settings) kept; the requests of any further cause are
+#: refused as one group.
+MAX_CAUSES: Final = 256
+#: Targets whose analysis and statuses are remembered (emptied when full):
+#: what makes "answered 4xx/5xx on the very target" known.
+KEEP_TARGETS: Final = 1 << 16
+#: Decoded paths of targets that keep ``double_encoding = "allow"`` away;
+#: past it, that setting is never suggested.
+MAX_BLOCKERS: Final = 4096
+#: Examples kept per rule among what enforcement will stop.
 STOPPED_EXAMPLES: Final = 5
+#: Refused groups shown one by one; the rest are summed on one line.
+REFUSED_SHOWN: Final = 20
 #: Bytes of a target shown in an example.
 EXAMPLE_BYTES: Final = 100
-#: Rounds of relaxation before the engine gives up on what is left.
+#: Rounds of relaxation of one target before the engine gives up on it.
 MAX_ROUNDS: Final = 64
 _NO_LIMIT: Final = 1 << 40
 
@@ -117,50 +161,315 @@ _BROWSER_QUERY_CHARS: Final = frozenset(g.to_str(g.BROWSER_QUERY_EXTRA))
 # One relaxation: a setting and, for character sets, the character. Limits
 # carry the value they need beside the atom.
 Atom = tuple[str, str]
+#: What a target needs: its atoms, sorted (one tally per cause and prefix).
+Cause = tuple[Atom, ...]
+_EMPTY: Final[Atom] = ("empty_segment", "")
+_DOUBLE: Final[Atom] = ("double_encoding", "")
 
 # A route prefix must be printable ASCII without space, '?' or '#'
 # (_config.check_prefix); a raw path may hold other bytes under a policy
 # that accepts them raw, and a prefix is then cut before them.
 _BAD_PREFIX_BYTE: Final = re.compile(rb"[^!-~]|[?#]")
+# What a second decoding must not give: a separator, a control (C0, DEL,
+# C1 in UTF-8) or another escape (triple encoding).
+_TWICE_DANGER: Final = re.compile(rb"[/\\\x00-\x1f\x7f]|\xc2[\x80-\x9f]|%[0-9A-Fa-f]{2}")
+
+
+_STATUS_CLASS: Final[dict[int, StatusClass]] = {2: "served", 3: "served", 4: "failed", 5: "failed"}
 
 
 def status_class(status: int | None) -> StatusClass:
     """``served`` for 2xx and 3xx, ``failed`` for 4xx and 5xx, else
     ``other`` (1xx, nonsense such as nginx's 000, or no status at all)."""
-    if status is None:
+    if status is None or status < 0:
         return "other"
-    if 200 <= status < 400:
-        return "served"
-    if 400 <= status < 600:
-        return "failed"
-    return "other"
+    return _STATUS_CLASS.get(status // 100, "other")
 
 
-# --- What the log says --------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Thresholds:
+    """The evidence a change needs: at least ``requests`` requests answered
+    2xx/3xx (not counting those of targets also answered 4xx/5xx), from at
+    least ``clients`` distinct clients (IPv4 addresses, IPv6 /64 networks),
+    between a first and a last seen at least ``hours`` apart. A site-wide
+    change needs :data:`SITE_FACTOR` times each. At most ``routes`` routes
+    are suggested."""
+
+    requests: int = 20
+    clients: int = 5
+    hours: float = 1.0
+    routes: int = 32
+
+    def __post_init__(self) -> None:
+        for name in ("requests", "clients", "routes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number of at least 1, not {value!r}")
+        if self.clients * SITE_FACTOR > COUNTED:
+            raise ValueError(f"clients must be at most {COUNTED // SITE_FACTOR}")
+        if not 0 <= self.hours <= 24 * 366:
+            raise ValueError(f"hours must be between 0 and {24 * 366}, not {self.hours!r}")
+
+    def site(self) -> Thresholds:
+        """What a site-wide change needs."""
+        return dataclasses.replace(
+            self,
+            requests=self.requests * SITE_FACTOR,
+            clients=self.clients * SITE_FACTOR,
+            hours=self.hours * SITE_FACTOR,
+        )
+
+    def met(self, tally: _Tally) -> bool:
+        span = 0.0 if tally.first is None or tally.last is None else tally.last - tally.first
+        return (
+            tally.requests >= self.requests
+            and len(tally.clients) >= self.clients
+            and span >= self.hours * 3600
+        )
+
+    def text(self) -> str:
+        return (
+            f"{_plural(self.requests, 'request')} from {_plural(self.clients, 'client')} "
+            f"over {self.hours:g} hour{'' if self.hours == 1 else 's'}"
+        )
+
+
+# --- What the log says --------------------------------------------------------------
+
+
+class _Tally:
+    """Requests of one cause under one prefix (or of one rule never
+    loosened): the evidence, in memory bounded whatever the log."""
+
+    __slots__ = (
+        "against",
+        "clients",
+        "contested",
+        "failed",
+        "first",
+        "kept",
+        "last",
+        "least",
+        "needs",
+        "rules",
+        "served",
+        "targets",
+    )
+
+    def __init__(self) -> None:
+        self.served = 0  # requests answered 2xx/3xx
+        self.contested = 0  # of those, on targets answered 4xx/5xx too
+        self.failed = 0  # requests answered 4xx/5xx
+        self.against = 0  # of those, on targets answered 2xx/3xx too
+        self.clients: set[bytes] = set()  # at most COUNTED
+        self.targets: set[int] = set()  # hashes of served targets, at most COUNTED
+        self.first: float | None = None
+        self.last: float | None = None
+        # Served targets kept as examples (at most STOPPED_EXAMPLES), with
+        # their requests, and the one a better target would replace.
+        self.kept: dict[bytes, int] = {}
+        self.least: tuple[int, bytes] | None = None
+        self.needs: dict[Atom, int] = {}  # the value each limit needs
+        self.rules: set[str] = set()
+
+    @property
+    def requests(self) -> int:
+        """Served requests that count as evidence."""
+        return self.served - self.contested
+
+    def add_served(
+        self,
+        target: bytes,
+        count: int,
+        clients: Iterable[bytes],
+        first: float | None,
+        last: float | None,
+    ) -> None:
+        self.served += count
+        if len(self.targets) < COUNTED:
+            self.targets.add(hash(target))
+        if len(self.clients) < COUNTED:
+            room = COUNTED - len(self.clients)
+            for client in clients:
+                key = client_key(client)
+                if key not in self.clients:
+                    self.clients.add(key)
+                    room -= 1
+                    if not room:
+                        break
+        if first is not None and (self.first is None or first < self.first):
+            self.first = first
+        if last is not None and (self.last is None or last > self.last):
+            self.last = last
+        self._example(count, target)
+
+    def _example(self, count: int, target: bytes) -> None:
+        """Keep the most requested targets, the least bytes first among
+        equals (the same log, the same examples, in any order)."""
+        kept = self.kept
+        if target in kept:
+            kept[target] += count
+        elif len(kept) < STOPPED_EXAMPLES:
+            kept[target] = count
+        else:
+            least = self.least
+            if least is None:
+                worst = max((-n, shown) for shown, n in kept.items())
+                least = self.least = (-worst[0], worst[1])
+            if count < least[0] or (count == least[0] and target > least[1]):
+                return  # no better than the least kept: the common case
+            del kept[least[1]]
+            kept[target] = count
+        self.least = None  # found again when next needed
+
+    @property
+    def examples(self) -> list[tuple[int, bytes]]:
+        """The examples, most requested first."""
+        return sorted(((n, target) for target, n in self.kept.items()), key=_by_requests)
+
+    def merge(self, other: _Tally) -> None:
+        self.served += other.served
+        self.contested += other.contested
+        self.failed += other.failed
+        self.against += other.against
+        self.clients |= set(list(other.clients)[: max(0, COUNTED - len(self.clients))])
+        self.targets |= set(list(other.targets)[: max(0, COUNTED - len(self.targets))])
+        for when in (other.first, other.last):
+            if when is not None:
+                if self.first is None or when < self.first:
+                    self.first = when
+                if self.last is None or when > self.last:
+                    self.last = when
+        for count, target in other.examples:
+            self._example(count, target)
+        for atom, need in other.needs.items():
+            self.needs[atom] = max(self.needs.get(atom, 0), need)
+        self.rules |= other.rules
+
+    def evidence(self) -> Evidence:
+        example = self.examples[0][1] if self.examples else b""
+        return Evidence(
+            requests=self.requests,
+            targets=len(self.targets),
+            clients=len(self.clients),
+            first=self.first,
+            last=self.last,
+            example=display(example, limit=EXAMPLE_BYTES) if example else "",
+            failed=self.failed,
+            against=self.against,
+            contested=self.contested,
+        )
+
+
+def _by_requests(example: tuple[int, bytes]) -> tuple[int, bytes]:
+    return -example[0], example[1]
+
+
+def _merged(tallies: Iterable[_Tally]) -> _Tally:
+    merged = _Tally()
+    for tally in tallies:
+        merged.merge(tally)
+    return merged
+
+
+class _Analysis:
+    """What a target needs beyond its policy (its cause, the value each
+    limit of it needs, the rules relaxed), or the rule never loosened and the
+    reason that stop it; ``twice``: its second decoding is dangerous. The
+    same for every target of one shape under one policy."""
+
+    __slots__ = ("cause", "needs", "rules", "stop", "twice")
+
+    def __init__(
+        self,
+        cause: Cause = (),
+        needs: dict[Atom, int] | None = None,
+        rules: Collection[str] = (),
+        stop: tuple[str, str] | None = None,
+        twice: bool = False,
+    ) -> None:
+        self.cause = cause
+        self.needs = needs or {}
+        self.rules = frozenset(rules)
+        self.stop = stop
+        self.twice = twice
+
+
+class _Known:
+    """What the ledger remembers of one rejected target: its analysis, its
+    directory, and its requests by status class."""
+
+    __slots__ = ("analysis", "cut", "depth", "failed", "prefix", "served")
+
+    def __init__(self, prefix: bytes, analysis: _Analysis) -> None:
+        self.prefix = prefix
+        self.analysis = analysis
+        self.served = 0
+        self.failed = 0
+        # The prefix cut to the depth of its cause's tallies when last looked up.
+        self.cut = prefix
+        self.depth: int | None = None
+
+
+def client_key(client: bytes) -> bytes:
+    """One client as the thresholds count them: an IPv4 address as it is,
+    an IPv6 address as its /64 network (one host holds a whole /64).
+
+    >>> client_key(b"2001:db8:1:2:aaaa::1") == client_key(b"2001:db8:1:2::ffff")
+    True
+    """
+    if b":" not in client:
+        return client
+    try:
+        address = ipaddress.IPv6Address(client.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        return client
+    return address.packed[:8]
 
 
 class Ledger:
-    """Requests by status class, and every target the current policy rejects
-    with the statuses it was answered with. Fed by the auditor, one call per
-    distinct (target, status) of a chunk: cheap, and nothing for accepted
-    targets but a count."""
+    """Requests by status class, and what the current policy (``policy``
+    with its ``routes``) rejects, tallied per cause and directory prefix.
+    Fed by the auditor, one call per distinct (target, status) of a chunk;
+    nothing for accepted targets but a count."""
 
-    def __init__(self, keep_failed: int = KEEP_FAILED) -> None:
+    def __init__(
+        self,
+        policy: Policy | None = None,
+        routes: Sequence[tuple[str, Policy]] = (),
+        *,
+        keep_targets: int = KEEP_TARGETS,
+        max_prefixes: int = MAX_PREFIXES,
+    ) -> None:
+        self.policy = Policy() if policy is None else policy
+        self.routes = tuple(routes)
+        self.table = RouteTable(self.policy, list(self.routes))
         #: Requests with a target, by status class (accepted ones included).
         self.requests: Counter[StatusClass] = Counter()
-        #: Rejected target -> requests answered 2xx/3xx, and 4xx/5xx. (Plain
-        #: dicts of bytes and ints: nothing for the garbage collector to walk.)
-        self.served: dict[bytes, int] = {}
-        self.failed: dict[bytes, int] = {}
-        #: Rejected target -> why the current policy rejects it (the engine
-        #: need not judge it again).
-        self.errors: dict[bytes, InvalidTarget] = {}
-        #: Failing or other requests not kept, by rule: rejected by a rule
-        #: never loosened (no evidence needed), or over ``keep_failed``.
-        self.not_kept: Counter[tuple[StatusClass, str]] = Counter()
-        self.dropped = 0  # failing requests over the limit of kept targets
-        self._keep_failed = keep_failed
-        self._failed_kept = 0
+        #: Cause -> directory prefix -> tally.
+        self.groups: dict[Cause, dict[bytes, _Tally]] = {}
+        #: Cause -> the number of '/' its prefixes are cut to (see _coarsen).
+        self.depth: dict[Cause, int] = {}
+        #: (rule, reason) -> served requests a rule never loosened stops.
+        self.stopped: dict[tuple[str, str], _Tally] = {}
+        #: Failing requests a rule never loosened stops, by rule.
+        self.failed_stopped: Counter[str] = Counter()
+        #: Rejected requests with no 2xx-5xx status, by rule.
+        self.other: Counter[str] = Counter()
+        #: Decoded paths of targets whose second decoding is dangerous: no
+        #: ``double_encoding = "allow"`` may cover one.
+        self.blockers: set[bytes] = set()
+        self.blockers_overflow = False
+        #: Requests of causes past MAX_CAUSES, refused as one group.
+        self.overflow = _Tally()
+        self._keep_targets = keep_targets
+        self._max_prefixes = max_prefixes
+        self._known: dict[bytes, _Known] = {}
+        # Analyses per shape and policy (see _audit.shape_of), bounded; and
+        # whether a policy of the table lets shapes decide (by id: the table
+        # keeps its policies alive).
+        self._shapes: dict[tuple[int, bytes], _Analysis] = {}
+        self._folds: dict[int, bool] = {}
 
     def count_statuses(self, counts: Mapping[int | None, int]) -> None:
         """Count requests with a target (``counts``: status -> requests)."""
@@ -168,53 +477,259 @@ class Ledger:
         for status, count in counts.items():
             requests[status_class(status)] += count
 
-    def observe(self, target: bytes, status: int | None, count: int, error: InvalidTarget) -> None:
+    def observe(
+        self,
+        target: bytes,
+        status: int | None,
+        count: int,
+        rule: str | InvalidTarget,
+        clients: Collection[bytes] = (),
+        first: float | None = None,
+        last: float | None = None,
+        *,
+        shape: bytes | None = None,
+    ) -> None:
         """Note ``count`` requests for ``target`` answered ``status`` that the
-        current policy rejects with ``error``. (Count them with
-        :meth:`count_statuses` too.)"""
+        current policy rejects under ``rule`` (a rule code, or the error),
+        sent by ``clients`` between ``first`` and ``last``; ``shape``: the
+        target's shape when the caller made it (see ``_audit.shape_of``).
+        (Count them with :meth:`count_statuses` too.)"""
         kind = status_class(status)
-        verdict = error.rule
+        if kind == "other":
+            self.other[rule if isinstance(rule, str) else rule.rule] += count  # neither way
+            return
+        known = self._known.get(target)
+        if known is None:
+            if len(self._known) >= self._keep_targets:
+                self._known.clear()
+            known = self._known[target] = self._learn(target, shape)
+        analysis = known.analysis
+        if analysis.stop is not None:
+            if kind == "served":
+                stopped = self.stopped.get(analysis.stop)
+                if stopped is None:
+                    stopped = self.stopped[analysis.stop] = _Tally()
+                stopped.add_served(target, count, clients, first, last)
+            else:
+                self.failed_stopped[analysis.stop[0]] += count
+            return
+        tally = self._tally(known)
         if kind == "served":
-            served = self.served
-            if target not in served and target not in self.failed:
-                self.errors[target] = error
-            served[target] = served.get(target, 0) + count
-            return
-        known = target in self.served or target in self.failed
-        if kind == "other" or (not known and verdict in PROTECTED_RULES):
-            self.not_kept[kind, verdict] += count  # no evidence needed
-            return
-        if not known:
-            if self._failed_kept >= self._keep_failed:
-                self.not_kept[kind, verdict] += count
-                self.dropped += count
-                return
-            self._failed_kept += 1
-            self.errors[target] = error
-        self.failed[target] = self.failed.get(target, 0) + count
+            tally.add_served(target, count, clients, first, last)
+            if known.failed:
+                # A target answered 4xx/5xx too: its requests are no evidence.
+                tally.contested += count
+                if not known.served:
+                    tally.against += known.failed
+            known.served += count
+        else:
+            tally.failed += count
+            if known.served:
+                tally.against += count
+                if not known.failed:
+                    tally.contested += known.served
+            known.failed += count
 
-    def items(self) -> list[tuple[bytes, int, int]]:
-        """Every target kept, with its requests answered 2xx/3xx and 4xx/5xx."""
-        served, failed = self.served, self.failed
-        return [
-            (target, served.get(target, 0), failed.get(target, 0))
-            for target in {**served, **failed}
-        ]
+    # -- the analysis of one target, once per shape -----------------------------------
+
+    def _learn(self, target: bytes, shape: bytes | None) -> _Known:
+        policy = self.table.select(target) if self.routes else self.policy
+        path = target.partition(b"?")[0] if target[:1] == b"/" else path_of(target)
+        folding = self._folds.get(id(policy))
+        if folding is None:
+            folding = self._folds[id(policy)] = folds(policy)
+        if not folding:
+            shape = None
+        elif shape is None:
+            shape = shape_of(target)
+        analysis = self._shapes.get((id(policy), shape)) if shape is not None else None
+        if analysis is None:
+            analysis = _analyse(target, path, policy)
+            if shape is not None:
+                if len(self._shapes) >= self._keep_targets:
+                    self._shapes.clear()
+                self._shapes[id(policy), shape] = analysis
+        if analysis.twice:
+            self._block(path)
+        prefix = path[: path.rfind(b"/") + 1]
+        if _BAD_PREFIX_BYTE.search(prefix) is not None:
+            prefix = _directory([path])
+        elif prefix == b"/" and len(path) > 1 and _BAD_PREFIX_BYTE.search(path) is None:
+            # Directly under '/', the narrowest prefix is the path itself: '/'
+            # alone would be a site-wide change.
+            prefix = path
+        return _Known(prefix, analysis)
+
+    def _block(self, path: bytes) -> None:
+        if len(self.blockers) < MAX_BLOCKERS:
+            self.blockers.add(percent_decode(path))
+        else:
+            self.blockers_overflow = True
+
+    # -- tallies, bounded -----------------------------------------------------------
+
+    def _tally(self, known: _Known) -> _Tally:
+        analysis = known.analysis
+        cause = analysis.cause
+        groups = self.groups.get(cause)
+        if groups is None:
+            if len(self.groups) >= MAX_CAUSES:
+                self.overflow.rules |= analysis.rules
+                return self.overflow
+            groups = self.groups[cause] = {}
+        depth = self.depth.get(cause)
+        if depth != known.depth:
+            known.cut, known.depth = _cut(known.prefix, depth), depth
+        prefix = known.cut
+        tally = groups.get(prefix)
+        if tally is None:
+            tally = groups[prefix] = _Tally()
+            tally.rules |= analysis.rules  # one cause, one set of rules
+            if len(groups) > self._max_prefixes:
+                self._coarsen(cause)
+                prefix = _cut(known.prefix, self.depth[cause])
+                tally = self.groups[cause][prefix]
+        for atom, need in analysis.needs.items():  # the limits only
+            if need > tally.needs.get(atom, 0):
+                tally.needs[atom] = need
+        return tally
+
+    def _coarsen(self, cause: Cause) -> None:
+        """Cut the prefixes of ``cause`` one segment shorter, merging
+        siblings, until at most ``max_prefixes`` remain. Each cut at least
+        halves nothing in the worst case but lowers the depth by one, so a
+        cause is cut at most as many times as paths have segments."""
+        groups = self.groups[cause]
+        depth = max(map(_depth, groups))
+        while len(groups) > self._max_prefixes and depth > 1:
+            depth -= 1
+            merged: dict[bytes, _Tally] = {}
+            for prefix, tally in groups.items():
+                cut = _cut(prefix, depth)
+                if cut in merged:
+                    merged[cut].merge(tally)
+                else:
+                    merged[cut] = tally
+            groups = merged
+        self.groups[cause] = groups
+        self.depth[cause] = depth
 
 
-# --- The result ----------------------------------------------------------------
+def _analyse(target: bytes, path: bytes, policy: Policy) -> _Analysis:
+    """Relax a copy of the target's policy, rule by rule as the parser
+    meets them, until it passes or meets a rule never loosened."""
+    needs: dict[Atom, int] = {}
+    rules: set[str] = set()
+    for _ in range(MAX_ROUNDS):
+        found = _judge(target, policy)
+        if found is None:
+            limits = {atom: need for atom, need in needs.items() if atom[0] in _LIMIT_KEYS}
+            return _Analysis(tuple(sorted(needs)), limits, rules)
+        cause = _cause(target, path, found, policy)
+        if cause.atoms is None:
+            return _Analysis(stop=(cause.rule, cause.reason))
+        atoms = cause.atoms
+        if any(key == "raw_path_extra" and char in NEVER_RAW_IN_PATH for key, char in atoms):
+            return _Analysis(stop=(cause.rule, _REASONS["raw-path"]))
+        separator = any(_is_separator(atom) for atom in atoms) or _keeps_separator(policy)
+        if separator and (_EMPTY in atoms or _EMPTY in needs):
+            return _Analysis(stop=(cause.rule, _REASONS["empty-beside-separator"]))
+        if _DOUBLE in atoms and _dangerous_twice(path):
+            return _Analysis(stop=(cause.rule, _REASONS["double-twice"]), twice=True)
+        for atom, need in atoms.items():
+            if atom[0] in _LIMIT_KEYS:
+                needs[atom] = max(needs.get(atom, 0), need)
+            else:
+                needs.setdefault(atom, 0)
+            # Which settings, not how much: a limit opened wide says the
+            # same and keeps the relaxed policies few (and cached).
+            policy = _relax(policy, atom, _NO_LIMIT if atom[0] in _LIMIT_KEYS else need)
+        rules.add(cause.rule)
+    return _Analysis(stop=("unresolved", _REASONS["unresolved"]))
+
+
+def _depth(prefix: bytes) -> int:
+    """Segments of a prefix: its '/', and one more for a name after the last."""
+    return prefix.count(b"/") + (not prefix.endswith(b"/"))
+
+
+def _cut(prefix: bytes, depth: int | None) -> bytes:
+    """``prefix`` cut to ``depth`` segments, up to the '/' that ends them
+    (all of it for ``None`` or when it has no more)."""
+    if depth is None:
+        return prefix
+    at = -1
+    for _ in range(depth):
+        at = prefix.find(b"/", at + 1)
+        if at < 0:
+            return prefix
+    return prefix[: at + 1]
+
+
+def _is_separator(atom: Atom) -> bool:
+    return atom[0] in ("encoded_slash", "encoded_backslash") or atom == ("raw_path_extra", "\\")
+
+
+def _keeps_separator(policy: Policy) -> bool:
+    """Whether a segment of ``policy`` may hold a separator (``%2F``,
+    ``%5C``, a raw ``\\``): an empty part there is an absolute path."""
+    return (
+        policy.encoded_slash == "keep"
+        or policy.encoded_backslash == "keep"
+        or "\\" in policy.raw_path_extra
+    )
+
+
+def _dangerous_twice(path: bytes) -> bool:
+    """Whether a segment of ``path``, decoded twice, gives a separator, a
+    control, another escape, or a dot segment (``%252e%252e%252f`` is
+    ``../`` to whatever decodes once more)."""
+    for segment in path.split(b"/"):
+        if b"%" not in segment:
+            continue
+        once = unquote_to_bytes(segment)
+        if b"%" not in once:
+            continue
+        twice = unquote_to_bytes(once)
+        if _TWICE_DANGER.search(twice) or twice.partition(b";")[0] in (b".", b".."):
+            return True
+    return False
+
+
+# --- The result ----------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
 class Evidence:
-    """Requests and distinct targets, with the most requested one escaped."""
+    """What a change rests on: served requests that count (``requests``, not
+    those of targets answered 4xx/5xx too: ``contested``), distinct
+    ``targets`` and ``clients`` (counted up to :data:`COUNTED`), the
+    ``first`` and ``last`` time seen, the most requested target escaped;
+    and the requests under it answered 4xx/5xx (``failed``), ``against``
+    of them on the very targets it admits."""
 
     requests: int = 0
     targets: int = 0
+    clients: int = 0
+    first: float | None = None
+    last: float | None = None
     example: str = ""
+    failed: int = 0
+    against: int = 0
+    contested: int = 0
 
     def as_json(self) -> dict[str, object]:
-        return {"requests": self.requests, "targets": self.targets, "example": self.example}
+        return {
+            "requests": self.requests,
+            "targets": self.targets,
+            "clients": self.clients,
+            "first_seen": _when(self.first),
+            "last_seen": _when(self.last),
+            "example": self.example,
+            "failed": self.failed,
+            "against": self.against,
+            "contested": self.contested,
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -223,10 +738,10 @@ class Change:
 
     ``scope`` is ``None`` for the top level, else the route prefix.
     ``origin`` says why the line is there: ``suggested`` (it admits served
-    requests: ``admits``, and ``against`` the failing ones it admits too),
-    ``current`` (as in the policy the log was judged under), or ``inherited``
-    (repeated from ``inherited_from``, a shorter prefix or the top level,
-    because the longest matching route replaces the base policy).
+    requests, on the evidence ``admits``), ``current`` (as in the policy
+    the log was judged under), or ``inherited`` (repeated from
+    ``inherited_from``, a shorter prefix or the top level, because the
+    longest matching route replaces the base policy).
     """
 
     scope: str | None
@@ -235,7 +750,6 @@ class Change:
     origin: Literal["suggested", "current", "inherited"]
     rules: tuple[str, ...] = ()
     admits: Evidence = Evidence()
-    against: Evidence = Evidence()
     inherited_from: str | None = None
 
     def as_json(self) -> dict[str, object]:
@@ -246,13 +760,12 @@ class Change:
             "origin": self.origin,
             "rules": list(self.rules),
             "admits": self.admits.as_json(),
-            "against": self.against.as_json(),
         }
 
 
 @dataclasses.dataclass(frozen=True)
 class Stopped:
-    """Served requests the suggestion does not admit, for one rule."""
+    """Served requests a rule never loosened stops, for one rule and reason."""
 
     rule: str
     reason: str
@@ -271,6 +784,38 @@ class Stopped:
 
 
 @dataclasses.dataclass(frozen=True)
+class Refused:
+    """Served requests that one change would admit and that the suggestion
+    does not: ``reason`` says why (not enough evidence, past the bound of
+    routes, a target it must not admit under it, ...). ``scope`` is the
+    prefix the change would have had (``/``: the top level)."""
+
+    scope: str
+    rules: tuple[str, ...]
+    reason: str
+    evidence: Evidence
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "scope": self.scope,
+            "rules": list(self.rules),
+            "reason": self.reason,
+            "evidence": self.evidence.as_json(),
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class Lines:
+    """What the input held: lines read, parsed, and skipped (not parsed),
+    with up to three skipped lines escaped."""
+
+    read: int = 0
+    parsed: int = 0
+    skipped: int = 0
+    examples: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
 class Suggestion:
     """The suggested configuration (``text``, TOML, and ``mapping``, the
     same as data), line by line with its evidence (``changes``), and what it
@@ -278,12 +823,13 @@ class Suggestion:
 
     ``served``/``failed``/``other``: requests with a target by status class.
     ``rejected_served``: served requests the current policy rejects;
-    ``admitted``: those the suggestion admits; ``stopped``: those it does
-    not, per rule (never loosened). ``still_rejected``: served targets the
-    suggestion meant to admit and that its own text, read back, rejects
-    (empty unless something is wrong). ``failed_rejected``: failing requests
-    still rejected, per rule; ``failed_admitted``: failing requests the
-    current policy rejects and the suggestion admits.
+    ``admitted``: those the suggestion admits; ``stopped``: those a rule
+    never loosened stops; ``refused``: those a change would admit and the
+    suggestion does not make (not enough evidence ...). ``still_rejected``:
+    examples the suggestion meant to admit and that its own text, read
+    back, rejects (empty unless something is wrong). ``failed_rejected``:
+    failing requests still rejected, per rule; ``failed_admitted``: failing
+    requests the current policy rejects and the suggestion admits.
     """
 
     text: str
@@ -292,93 +838,41 @@ class Suggestion:
     served: int
     failed: int
     other: int
-    rejected_served: Evidence
-    admitted: Evidence
+    rejected_served: int
+    admitted: int
     stopped: tuple[Stopped, ...]
+    refused: tuple[Refused, ...]
     still_rejected: tuple[str, ...]
     failed_rejected: dict[str, int]
     failed_admitted: int
-    dropped: int
-    unparseable: int = 0
-    unparseable_examples: tuple[str, ...] = ()
+    thresholds: Thresholds
+    lines: Lines = Lines()
 
     @property
     def complete(self) -> bool:
         """Whether every served request is admitted by the suggestion."""
-        return not self.stopped and not self.still_rejected
+        return not self.stopped and not self.refused and not self.still_rejected
 
     def as_json(self) -> dict[str, object]:
         return {
             "toml": self.text,
             "config": self.mapping,
+            "thresholds": dataclasses.asdict(self.thresholds),
             "served": self.served,
             "failed": self.failed,
             "other": self.other,
-            "rejected_served": self.rejected_served.as_json(),
-            "admitted": self.admitted.as_json(),
+            "rejected_served": self.rejected_served,
+            "admitted": self.admitted,
             "stopped": [stop.as_json() for stop in self.stopped],
+            "refused": [refusal.as_json() for refusal in self.refused],
             "still_rejected": list(self.still_rejected),
             "failed_rejected": dict(self.failed_rejected),
             "failed_admitted": self.failed_admitted,
-            "unparseable": self.unparseable,
             "changes": [change.as_json() for change in self.changes if change.origin != "current"],
         }
 
 
-# --- Targets and verdicts ---------------------------------------------------------
-
-
-class _Item:
-    """One rejected target of the log."""
-
-    __slots__ = (
-        "_key", "_path", "failed", "first", "needs", "served", "stop", "target", "verdicts"
-    )  # fmt: skip
-
-    def __init__(self, target: bytes, served: int, failed: int) -> None:
-        self.target = target
-        self._path: bytes | None = None
-        self._key: bytes | None = None
-        self.served = served
-        self.failed = failed
-        # Why the current policy rejects it, what it needs beyond that
-        # policy, and what stops it if anything does (see _assess); set
-        # once, before the engine runs.
-        self.first: _Cause | None = None
-        self.needs: list[tuple[str, str]] = []
-        self.stop: _Cause | None = None
-        # Verdicts by policy: the engine asks again under equal policies (a
-        # target's own relaxation is often its route's; the text read back
-        # makes equal policies anew).
-        self.verdicts: dict[Policy, InvalidTarget | None] = {}
-
-    @property
-    def path(self) -> bytes:
-        """The raw path (made when first read: most targets never need it)."""
-        if self._path is None:
-            self._path = path_of(self.target)
-        return self._path
-
-    @property
-    def key(self) -> bytes:
-        """The path as routes see it (_routes.RouteTable.select)."""
-        if self._key is None:
-            path = self.path
-            self._key = percent_decode(path) if b"%" in path else path
-        return self._key
-
-
-def _judge(item: _Item, policy: Policy) -> InvalidTarget | None:
-    verdicts = item.verdicts
-    if policy in verdicts:
-        return verdicts[policy]
-    try:
-        parse_target(item.target, policy)
-    except InvalidTarget as error:
-        kept = verdicts[policy] = error.with_traceback(None)  # not the parser's frames
-        return kept
-    verdicts[policy] = None
-    return None
+# --- Why a target is rejected, and what would lift it ---------------------------------------------
 
 
 class _Cause:
@@ -394,6 +888,14 @@ class _Cause:
         self.reason = reason
 
 
+def _judge(target: bytes, policy: Policy) -> InvalidTarget | None:
+    try:
+        parse_target(target, policy)
+    except InvalidTarget as error:
+        return error.with_traceback(None)  # not the parser's frames
+    return None
+
+
 _REASONS: Final[dict[str, str]] = {
     "malformed-escape": "a '%' not followed by two hex digits",
     "invalid-utf8": "percent-decoded bytes that are not UTF-8 (overlong forms, surrogates)",
@@ -406,20 +908,29 @@ _REASONS: Final[dict[str, str]] = {
     "forbidden-char": "a control, bidi or other always-forbidden character",
     "raw-char": "a raw byte no setting accepts (space, control, non-ASCII)",
     "authority": "in the authority of an absolute-form target",
-    "unresolved": "still rejected after the last round of relaxation",
+    "unresolved": "still rejected after the last of its relaxations",
+    "raw-path": 'a raw character no browser sends in a path (< > " { } ^ `)',
+    "empty-beside-separator": (
+        "an empty segment where a separator is kept ('//' cannot be told from "
+        "a leading %2F, an absolute or UNC path)"
+    ),
+    "double-twice": "decoded twice, a separator, a dot segment, a control or another escape",
+    "double-twice-under": (
+        "a target under it, decoded twice, gives a separator, a dot segment, a control or "
+        "another escape"
+    ),
 }
 
 
-def _cause(item: _Item, error: InvalidTarget, policy: Policy) -> _Cause:
+def _cause(target: bytes, path: bytes, error: InvalidTarget, policy: Policy) -> _Cause:
     rule: str = error.rule
     if rule in PROTECTED_RULES:
         return _Cause(rule, None, _REASONS[rule])
     if error.component == "target" and rule != "too-long":
         return _Cause(rule, None, _REASONS["authority"])  # the host is never relaxed
-    raw = item.target
+    raw = target
     if rule == "too-long":
         return _Cause(rule, {("max_length", ""): len(raw)})
-    path = item.path
     query = raw.partition(b"?")[2] if b"?" in raw else b""
     if rule == "too-many":
         if error.component == "path":
@@ -467,7 +978,7 @@ def _forbidden_char_cause(
     path: bytes, query: bytes, error: InvalidTarget, policy: Policy
 ) -> _Cause:
     """Every character of the component the policy forbids, not only the
-    first: one round relaxes them all."""
+    first: one relaxation admits them all."""
     if error.component == "path":
         text = percent_decode(path).decode("utf-8", "replace")
         found = {c for c in text if not policy.allows_char(c)}
@@ -558,33 +1069,21 @@ class _Draft:
     def select(self, prefix: str) -> Policy:
         return self.table().select(prefix.encode("ascii"))
 
-    def enclosing(self, prefix: str) -> Policy:
-        """The policy of the longest other route that covers ``prefix``,
-        else the base policy: what ``prefix`` would get without its route."""
-        shorter = self.shorter(prefix)
-        return self.routes[shorter] if shorter is not None else self.base
-
     def shorter(self, prefix: str) -> str | None:
         key = _route_key(prefix)
         found = [p for p in self.routes if p != prefix and key.startswith(_route_key(p))]
         return max(found, key=lambda p: len(_route_key(p))) if found else None
 
-    def route_of(self, item: _Item) -> str | None:
-        """The prefix of the route the middleware would choose for ``item``."""
-        key = item.key
-        for route in self.table().routes:  # longest first, as select() tries them
-            if key.startswith(route.key) and (
-                route.directory or len(key) == len(route.key) or key[len(route.key)] == 0x2F
-            ):
-                return route.prefix
-        return None
+    def canonical(self, prefix: str) -> str:
+        """The route's prefix as the draft spells it (one decoded key, one route)."""
+        return self._keys.get(_route_key(prefix), prefix)
 
 
 def _route_key(prefix: str) -> bytes:
     return percent_decode(prefix.encode("ascii"))
 
 
-# --- Where to relax: the narrowest prefixes -------------------------------------------
+# --- Where: directories ---------------------------------------------------------------
 
 
 def _directory(paths: Sequence[bytes]) -> bytes:
@@ -605,193 +1104,187 @@ def _directory(paths: Sequence[bytes]) -> bytes:
     return common or b"/"
 
 
-def scopes(served: Sequence[bytes], failing: Iterable[bytes]) -> list[tuple[str, list[int]]]:
-    """Route prefixes for one relaxation: the longest raw prefix ending in
-    '/' that covers every path of ``served`` and no key of ``failing``
-    (decoded paths, as routes compare them); when one prefix cannot, the
-    served paths are split by their next segment and each part gets its
-    own. A part that cannot be split (a path ends there) keeps the prefix
-    that covers failing paths too. Returns each prefix with the indices of
-    the served paths it covers; ``/`` means the top level.
+# --- The engine: which prefixes the evidence supports ----------------------------------
 
-    >>> scopes([b"/api/p/a%2Fb", b"/api/p/c%2Fd"], [b"/static/x/y"])
-    [('/api/p/', [0, 1])]
-    >>> scopes([b"/a/x/1", b"/a/y/2"], [b"/a/z/3"])
-    [('/a/x/', [0]), ('/a/y/', [1])]
-    """
-    found: list[tuple[str, list[int]]] = []
 
-    def cover(members: list[int], against: list[bytes]) -> None:
-        prefix = _directory([served[i] for i in members])
+@dataclasses.dataclass
+class _Grant:
+    """One change the evidence supports: ``cause``'s settings under
+    ``prefix`` (``/``: the top level)."""
+
+    prefix: bytes
+    cause: Cause
+    tally: _Tally
+
+
+@dataclasses.dataclass
+class _Refusal:
+    prefix: bytes
+    cause: Cause
+    tally: _Tally
+    reason: str
+
+
+_NOT_ENOUGH: Final = "not enough evidence to admit"
+
+
+class _Planner:
+    """Merges, per cause, the tallies of sibling prefixes into their common
+    prefix and judges the evidence there."""
+
+    def __init__(self, ledger: Ledger, thresholds: Thresholds) -> None:
+        self.ledger = ledger
+        self.route = thresholds
+        self.site = thresholds.site()
+        self.grants: list[_Grant] = []
+        self.refused: list[_Refusal] = []
+
+    def plan(self) -> None:
+        for cause in sorted(self.ledger.groups):
+            groups = self.ledger.groups[cause]
+            served = sorted(prefix for prefix, tally in groups.items() if tally.served)
+            # Groups still to cover, in a list: a split may go deeper as many
+            # times as the cause has prefixes.
+            pending = [served] if served else []
+            while pending:
+                pending += self._cover(cause, pending.pop(), groups)
+
+    def _blocked(self, cause: Cause, prefix: bytes) -> bool:
+        """Whether ``cause`` under ``prefix`` would admit a target whose
+        second decoding is dangerous."""
+        if _DOUBLE not in cause:
+            return False
+        if self.ledger.blockers_overflow:
+            return True
         key = percent_decode(prefix)
-        against = [k for k in against if k.startswith(key)]
-        if against:
-            parts: dict[bytes, list[int]] = {}
-            for i in members:
-                rest = served[i][len(prefix) :]
-                cut = rest.find(b"/")
-                if cut < 0:
-                    break  # a path ends here: no longer prefix covers it
-                parts.setdefault(rest[: cut + 1], []).append(i)
+        return any(blocker.startswith(key) for blocker in self.ledger.blockers)
+
+    def _cover(
+        self, cause: Cause, prefixes: list[bytes], groups: Mapping[bytes, _Tally]
+    ) -> list[list[bytes]]:
+        """Give ``cause`` to the common prefix of ``prefixes`` when the
+        evidence under it is enough, else list it as refused. The top level
+        is split by first segment unless the evidence is enough for a
+        site-wide change without the part that has the most of it: a site-wide
+        change is for a cause seen all over the site, and one busy route
+        with a few requests elsewhere (which an attacker can add) is a
+        route. A prefix over a target that must stay rejected is split too.
+        Returns the parts still to cover."""
+        common = prefixes[0] if len(prefixes) == 1 else _directory(prefixes)
+        blocked = self._blocked(cause, common)
+        top = common == b"/"
+        parts: dict[bytes, list[bytes]] = {}
+        for prefix in prefixes:
+            # The next segment, or the name after ``common``; a prefix that is
+            # ``common`` itself is a part no longer prefix covers.
+            cut = prefix.find(b"/", len(common))
+            parts.setdefault(prefix if cut < 0 else prefix[: cut + 1], []).append(prefix)
+        tallies = {part: _merged(groups[p] for p in members) for part, members in parts.items()}
+        if top and not blocked:
+            largest = max(tallies, key=lambda part: (tallies[part].requests, part))
+            spread = _merged(tally for part, tally in tallies.items() if part != largest)
+            if self.site.met(spread):
+                self.grants.append(_Grant(common, cause, _merged(tallies.values())))
+                return []
+        elif not blocked:
+            tally = _merged(tallies.values())
+            if self.route.met(tally):
+                self.grants.append(_Grant(common, cause, tally))
             else:
-                if len(parts) > 1:
-                    for part in parts.values():
-                        cover(part, against)
-                    return
-        check_prefix(prefix.decode("ascii"), "suggested route")  # never a bad prefix
-        found.append((prefix.decode("ascii"), members))
+                self.refused.append(_Refusal(common, cause, tally, _NOT_ENOUGH))
+            return []
+        if common in parts:
+            reason = _REASONS["double-twice-under"] if blocked else _NOT_ENOUGH
+            self.refused.append(_Refusal(common, cause, tallies[common], reason))
+        return [members for part, members in parts.items() if part != common]
 
-    if served:
-        cover(list(range(len(served))), list(failing))
-    return found
+    def bound(self) -> None:
+        """At most ``routes`` route prefixes: those with the most evidence
+        stay; the others' changes are refused, never silently dropped."""
+        weight: Counter[bytes] = Counter()
+        for grant in self.grants:
+            if grant.prefix != b"/":
+                weight[percent_decode(grant.prefix)] += grant.tally.requests
+        if len(weight) <= self.route.routes:
+            return
+        ranked = sorted(weight, key=lambda key: (-weight[key], key))
+        kept = set(ranked[: self.route.routes])
+        reason = f"past the bound of {self.route.routes} routes (--max-routes)"
+        self._drop(
+            lambda grant: grant.prefix != b"/" and percent_decode(grant.prefix) not in kept, reason
+        )
 
+    def separate(self, current: _Draft) -> None:
+        """No scope gets both ``empty_segment = "allow"`` and a kept
+        separator: there the parser cannot tell ``//`` from ``%2Fetc``. The
+        empty segment gives way."""
+        keeping = [
+            percent_decode(grant.prefix)
+            for grant in self.grants
+            if any(_is_separator(atom) for atom in grant.cause)
+        ]
+        keeping += [
+            _route_key(prefix)
+            for prefix, policy in current.routes.items()
+            if _keeps_separator(policy)
+        ]
+        if _keeps_separator(current.base):
+            keeping.append(b"/")
 
-# --- The engine ------------------------------------------------------------------------
+        def conflicts(grant: _Grant) -> bool:
+            if _EMPTY not in grant.cause:
+                return False
+            key = percent_decode(grant.prefix)
+            return any(key.startswith(other) or other.startswith(key) for other in keeping)
 
+        self._drop(conflicts, _REASONS["empty-beside-separator"])
 
-def _solve(draft: _Draft, served: list[_Item], failing: list[_Item]) -> dict[_Item, _Cause]:
-    """Relax ``draft`` until every item of ``served`` passes or meets a rule
-    never loosened; return those, with the cause that stops them.
-
-    Relaxing one rule never changes which violation comes first in a target
-    whose first is another rule's, so a target is judged again only after
-    its own rule was relaxed."""
-    stopped: dict[_Item, _Cause] = {}
-    pending: dict[_Item, _Cause] = {}  # served, not admitted yet: why
-    evidence: dict[_Item, _Cause] = {}  # failing, not admitted yet: why
-    to_judge, to_judge_failing = served, failing
-    first = True  # the draft is still the current policy: causes known
-    for _ in range(MAX_ROUNDS):
-        table = draft.table()
-        for item in to_judge:
-            cause = item.first if first else _cause_under(item, table)
-            if cause is not None and cause.atoms is None:
-                stopped[item] = cause
-            elif cause is not None:
-                pending[item] = cause
-        for item in to_judge_failing:
-            cause = item.first if first else _cause_under(item, table)
-            if cause is not None and cause.atoms is not None:
-                evidence[item] = cause  # else admitted already, or rejected whatever happens
-        first = False
-        if not pending:
-            return stopped
-        # One rule a round, the parser's first: relaxing it may admit what a
-        # later rule would have asked for (the browser preset's CR and LF).
-        rule = min((cause.rule for cause in pending.values()), key=RULES.index)
-        to_judge = [item for item, cause in pending.items() if cause.rule == rule]
-        to_judge_failing = [item for item, cause in evidence.items() if cause.rule == rule]
-        needs: dict[Atom, list[tuple[_Item, int]]] = {}
-        for item in to_judge:
-            for atom, need in _atoms(pending.pop(item)).items():
-                needs.setdefault(atom, []).append((item, need))
-        against: dict[Atom, list[tuple[bytes, int]]] = {}
-        for item in to_judge_failing:
-            for atom, need in _atoms(evidence.pop(item)).items():
-                against.setdefault(atom, []).append((item.key, need))
-        for atom, members in sorted(needs.items()):
-            top = max(need for _, need in members)
-            blocking = (key for key, need in against.get(atom, ()) if need <= top)
-            for prefix, indices in scopes([item.path for item, _ in members], blocking):
-                value = max(members[i][1] for i in indices)
-                draft.apply(prefix, _relaxing(atom, value))
-    table = draft.table()
-    for item in [*pending, *to_judge]:  # MAX_ROUNDS spent: say so rather than loop on
-        if _judge(item, table.select(item.target)) is not None:
-            stopped[item] = _Cause("unresolved", None, _REASONS["unresolved"])
-    return stopped
-
-
-def _cause_under(item: _Item, table: RouteTable) -> _Cause | None:
-    """Why ``item`` is rejected under ``table``, or ``None`` if it is not."""
-    policy = table.select(item.target)
-    error = _judge(item, policy)
-    return None if error is None else _cause(item, error, policy)
-
-
-def _atoms(cause: _Cause) -> dict[Atom, int]:
-    return cause.atoms if cause.atoms is not None else {}
-
-
-def _assess(item: _Item, policy: Policy, error: InvalidTarget | None = None) -> None:
-    """Set ``item.first``, why ``policy`` rejects it; ``item.needs``, the
-    settings (with the rule each relaxes) it needs beyond ``policy``, found
-    by relaxing a copy of ``policy`` for it alone; and ``item.stop``, the
-    cause that stops it when a rule never loosened does. ``error``: what
-    ``policy`` raised for it, when the audit already knows."""
-    if error is not None:
-        item.verdicts[policy] = error
-    item.needs, item.stop = _needs(item, policy)
-
-
-def _needs(item: _Item, policy: Policy) -> tuple[list[tuple[str, str]], _Cause | None]:
-    needed: list[tuple[str, str]] = []
-    for _ in range(MAX_ROUNDS):
-        error = _judge(item, policy)
-        if error is None:
-            return needed, None
-        cause = _cause(item, error, policy)
-        if item.first is None:
-            item.first = cause
-        if cause.atoms is None:
-            return needed, cause
-        for atom, need in cause.atoms.items():
-            # Which settings, not how much: a limit opened wide says the same
-            # and keeps the relaxed policies few (and cached).
-            policy = _relax(policy, atom, _NO_LIMIT if atom[0] in _LIMIT_KEYS else need)
-            needed.append((atom[0], cause.rule))
-    return needed, _Cause("unresolved", None, _REASONS["unresolved"])
+    def _drop(self, condition: Callable[[_Grant], bool], reason: str) -> None:
+        kept = []
+        for grant in self.grants:
+            if condition(grant):
+                self.refused.append(_Refusal(grant.prefix, grant.cause, grant.tally, reason))
+            else:
+                kept.append(grant)
+        self.grants = kept
 
 
 def suggest(
     ledger: Ledger,
-    policy: Policy,
-    routes: Sequence[tuple[str, Policy]] = (),
+    thresholds: Thresholds | None = None,
     *,
     mode: str = "enforce",
     judged_under: str = "strict",
-    unparseable: int = 0,
-    unparseable_examples: Sequence[str] = (),
+    lines: Lines | None = None,
 ) -> Suggestion:
-    """The narrowest configuration that admits every served request of
-    ``ledger`` that ``policy`` (with its ``routes``) rejects, except those a
-    rule never loosened stops. ``judged_under`` names that policy in the
-    text; ``mode`` is kept as it is; ``unparseable`` lines (shown escaped by
-    the caller in ``unparseable_examples``) are reported in the text."""
-    current = _Draft(policy, dict(routes))
-    items = [_Item(target, served, failed) for target, served, failed in ledger.items()]
-    items.sort(key=lambda item: item.target)  # the same log, the same text
-    served = [item for item in items if item.served]
-    failing = [item for item in items if not item.served and item.failed]
-
-    # Which targets any configuration could admit: relaxing everything a
-    # target asks for, for it alone, either admits it or meets a rule never
-    # loosened. The others stay rejected whatever is suggested, so a failing
-    # one is no evidence against anything.
-    table = current.table()
-    for item in items:
-        _assess(item, table.select(item.target), ledger.errors.get(item.target))
-    stopped = {item: item.stop for item in served if item.stop is not None}
-    admissible = [item for item in served if item.stop is None]
-    evidence = [item for item in failing if item.stop is None]
+    """The configuration that admits the served requests of ``ledger`` that
+    its policy rejects, where the evidence meets ``thresholds``, except
+    those a rule never loosened stops. ``judged_under`` names that policy in
+    the text; ``mode`` is kept as it is; ``lines`` says what the input held."""
+    thresholds = Thresholds() if thresholds is None else thresholds
+    current = _Draft(ledger.policy, dict(ledger.routes))
+    planner = _Planner(ledger, thresholds)
+    planner.plan()
+    planner.separate(current)
+    planner.bound()
     draft = current.copy()
-    stopped.update(_solve(draft, admissible, evidence))
+    for grant in sorted(planner.grants, key=lambda grant: (len(grant.prefix), grant.prefix)):
+        check_prefix(grant.prefix.decode("ascii"), "suggested route")  # never a bad prefix
+        for atom in grant.cause:
+            draft.apply(
+                grant.prefix.decode("ascii"), _relaxing(atom, grant.tally.needs.get(atom, 0))
+            )
     _browser_sets(draft, current)
-    _prune(draft, current, admissible)
-    result = _result(ledger, draft, current, served, failing, stopped, mode, judged_under)
-    if not unparseable:
-        return result
-    result = dataclasses.replace(
-        result, unparseable=unparseable, unparseable_examples=tuple(unparseable_examples)
+    return _result(
+        ledger, draft, current, planner, thresholds, mode, judged_under, lines or Lines()
     )
-    return dataclasses.replace(result, text=_text(result, judged_under))
 
 
 def _browser_sets(draft: _Draft, current: _Draft) -> None:
     """Raw characters that browsers send are relaxed as a set: a browser
     that sent '[' raw sends '{' raw as soon as a user types one. At the top
     level that is the browser preset; under a route, the preset's set for
-    the component."""
+    the component (never, in a path, a character no browser sends raw)."""
     browser = Policy.browser()
     added_path = set(draft.base.raw_path_extra) - set(current.base.raw_path_extra)
     added_query = set(draft.base.raw_query_extra) - set(current.base.raw_query_extra)
@@ -811,82 +1304,37 @@ def _browser_sets(draft: _Draft, current: _Draft) -> None:
                 draft.apply(prefix, _adding(key, "".join(sorted(browser_chars))))
 
 
-def _prune(draft: _Draft, current: _Draft, admitted: list[_Item]) -> None:
-    """Undo what no admitted target relies on: a new route's setting beyond
-    what encloses it when all the targets that needed it fall under a
-    longer route (made later), then a new route that no longer differs from
-    what encloses it. What a route repeats from the route or the top level
-    that encloses it stays: that prefix was chosen with the evidence under
-    all of it, this one included."""
-    credits = _credits(draft, admitted)
-    for prefix in sorted(draft.routes, key=len):  # an enclosing route first
-        if prefix in current.routes:
-            continue
-        route = draft.routes[prefix]
-        enclosing = draft.enclosing(prefix)
-        changes = {}
-        for key in Policy.FIELDS:
-            value = getattr(route, key)
-            written = not _same(key, value, getattr(draft.base, key))
-            if (
-                written
-                and (prefix, key) not in credits
-                and not _same(key, value, getattr(enclosing, key))
-            ):
-                changes[key] = getattr(enclosing, key)
-        if changes:
-            draft.routes[prefix] = route.replace(**changes)
-            draft._table = None
-    for prefix in sorted(draft.routes, key=len, reverse=True):
-        if prefix in current.routes:
-            continue
-        route = draft.routes.pop(prefix)
-        draft._keys.pop(_route_key(prefix), None)
-        draft._table = None
-        if not all(
-            _same(key, getattr(route, key), getattr(draft.select(prefix), key))
-            for key in Policy.FIELDS
-        ):
-            draft.routes[prefix] = route
-            draft._keys[_route_key(prefix)] = prefix
-            draft._table = None
-
-
 def _same(key: str, a: object, b: object) -> bool:
     if key in _CHAR_KEYS and isinstance(a, str) and isinstance(b, str):
         return set(a) == set(b)
     return a == b
 
 
-_Credit = dict[tuple[str | None, str], tuple[list[_Item], set[str]]]
+_Credit = dict[tuple[str | None, str], tuple[_Tally, set[str]]]
 
 
-def _credits(draft: _Draft, items: Iterable[_Item]) -> _Credit:
-    """Which written setting admits which item (of ``items``, all admitted):
-    for each setting an item needs, the route it falls under when that
-    route writes the setting, else the top level (``preset`` for the browser
-    preset's fields)."""
+def _credits(draft: _Draft, grants: Iterable[_Grant]) -> _Credit:
+    """Which written line each change is: its route, else the top level
+    (``preset`` for the browser preset's fields), with the evidence of every
+    change written there."""
     credits: _Credit = {}
     base = draft.base
-    preset = _preset_policy(draft.base)
-    for item in items:
-        needed = item.needs
-        if not needed:
-            continue
-        prefix = draft.route_of(item)
-        route = draft.routes[prefix] if prefix is not None else base
-        seen: set[tuple[str | None, str]] = set()
-        for key, rule in needed:
-            scope: str | None = prefix
-            if prefix is None or _same(key, getattr(route, key), getattr(base, key)):
-                scope = None
-                if key in _BROWSER_KEYS and _same(key, getattr(base, key), getattr(preset, key)):
-                    key = "preset"
-            members, rules = credits.setdefault((scope, key), ([], set()))
-            if (scope, key) not in seen:  # an item counts once per line
-                seen.add((scope, key))
-                members.append(item)
-            rules.add(rule)
+    preset = _preset_policy(base)
+    for grant in grants:
+        scope: str | None = None
+        if grant.prefix != b"/":
+            scope = draft.canonical(grant.prefix.decode("ascii"))
+        for key in dict.fromkeys(atom[0] for atom in grant.cause):  # once per written line
+            where = scope
+            if (
+                where is None
+                and key in _BROWSER_KEYS
+                and _same(key, getattr(base, key), getattr(preset, key))
+            ):
+                key = "preset"
+            tally, rules = credits.setdefault((where, key), (_Tally(), set()))
+            tally.merge(grant.tally)
+            rules |= grant.tally.rules
     return credits
 
 
@@ -954,37 +1402,17 @@ def toml_string(text: str) -> str:
 _TOML_ESCAPES: Final = {'"': '\\"', "\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
-def _example(items: Sequence[_Item], weight: Callable[[_Item], int]) -> str:
-    best = min(items, key=lambda item: (-weight(item), item.target))
-    return display(best.target, limit=EXAMPLE_BYTES)
-
-
-def _evidence(items: Sequence[_Item], weight: Callable[[_Item], int]) -> Evidence:
-    if not items:
-        return Evidence()
-    return Evidence(sum(map(weight, items)), len(items), _example(items, weight))
-
-
 def _result(
     ledger: Ledger,
     draft: _Draft,
     current: _Draft,
-    served: list[_Item],
-    failing: list[_Item],
-    stopped: dict[_Item, _Cause],
+    planner: _Planner,
+    thresholds: Thresholds,
     mode: str,
     judged_under: str,
+    lines: Lines,
 ) -> Suggestion:
-    admitted = [item for item in served if item not in stopped]
-    table = draft.table()
-    failed_admitted = [
-        item
-        for item in failing
-        if item.stop is None and _judge(item, table.select(item.target)) is None
-    ]
-    credits = _credits(draft, admitted)
-    against = _credits(draft, failed_admitted)
-
+    credits = _credits(draft, planner.grants)
     mapping: dict[str, Any] = {"preset": _preset_of(draft.base)}
     if mode != "enforce":
         mapping["mode"] = mode
@@ -998,23 +1426,25 @@ def _result(
     if routes:
         mapping["routes"] = routes
     changes = tuple(
-        _change(scope, key, value, credits, against, draft, current)
-        for scope, key, value in _lines(mapping)
+        _change(scope, key, value, credits, draft, current) for scope, key, value in _lines(mapping)
     )
 
-    failed_rejected: Counter[str] = Counter()
-    for (kind, rule), count in ledger.not_kept.items():
-        if kind == "failed":
-            failed_rejected[rule] += count
-    opened = set(failed_admitted)
-    for item in failing:
-        if item.stop is not None:  # the rule that stops it whatever is suggested
-            failed_rejected[item.stop.rule] += item.failed
-        elif item not in opened:
-            error = _judge(item, table.select(item.target))
-            failed_rejected[error.rule if error is not None else OK] += item.failed
-    failed_rejected.pop(OK, None)
-
+    failed_rejected: Counter[str] = Counter(ledger.failed_stopped)
+    for refusal in planner.refused:
+        for rule in refusal.tally.rules:
+            failed_rejected[rule] += refusal.tally.failed
+    for groups in ledger.groups.values():
+        for tally in groups.values():
+            if not tally.served:  # failing only: nothing to admit there
+                for rule in sorted(tally.rules, key=RULES.index)[:1]:
+                    failed_rejected[rule] += tally.failed
+    if ledger.overflow.served:
+        planner.refused.append(
+            _Refusal(b"/", (), ledger.overflow, f"past {MAX_CAUSES} distinct causes")
+        )
+    stopped = sum(tally.served for tally in ledger.stopped.values())
+    refused = sum(refusal.tally.served for refusal in planner.refused)
+    admitted = sum(grant.tally.served for grant in planner.grants)
     suggestion = Suggestion(
         text="",
         mapping=_json_ready(mapping),
@@ -1022,35 +1452,38 @@ def _result(
         served=ledger.requests["served"],
         failed=ledger.requests["failed"],
         other=ledger.requests["other"],
-        rejected_served=_evidence(served, _served),
-        admitted=_evidence(admitted, _served),
-        stopped=_stopped_by_rule(stopped),
+        rejected_served=stopped + refused + admitted,
+        admitted=admitted,
+        stopped=_stopped(ledger),
+        refused=tuple(_refused(planner.refused)),
         still_rejected=(),
         failed_rejected=dict(sorted(failed_rejected.items(), key=lambda kv: (-kv[1], kv[0]))),
-        failed_admitted=sum(item.failed for item in failed_admitted),
-        dropped=ledger.dropped,
+        failed_admitted=sum(grant.tally.failed for grant in planner.grants),
+        thresholds=thresholds,
+        lines=lines,
     )
     text = _text(suggestion, judged_under)
     # Checkable: the text, read back as a configuration, must admit what it
     # was made to admit. Anything it does not is shown, never hidden.
-    still = _read_back(text, admitted)
+    still = _read_back(text, planner.grants)
     if still:
-        kept = [item for item in admitted if item not in set(still)]
-        suggestion = dataclasses.replace(
-            suggestion,
-            admitted=_evidence(kept, _served),
-            still_rejected=tuple(display(item.target, limit=EXAMPLE_BYTES) for item in still),
-        )
+        suggestion = dataclasses.replace(suggestion, still_rejected=tuple(still))
         text = _text(suggestion, judged_under)
     return dataclasses.replace(suggestion, text=text)
 
 
-def _served(item: _Item) -> int:
-    return item.served
-
-
-def _failed(item: _Item) -> int:
-    return item.failed
+def _refused(refusals: Iterable[_Refusal]) -> list[Refused]:
+    found = [
+        Refused(
+            refusal.prefix.decode("ascii", "replace"),
+            tuple(sorted(refusal.tally.rules, key=RULES.index)),
+            refusal.reason,
+            refusal.tally.evidence(),
+        )
+        for refusal in refusals
+    ]
+    found.sort(key=lambda r: (-r.evidence.requests, r.scope, r.rules))
+    return found
 
 
 def _json_ready(mapping: dict[str, Any]) -> dict[str, Any]:
@@ -1080,22 +1513,19 @@ def _change(
     key: str,
     value: object,
     credits: _Credit,
-    against: _Credit,
     draft: _Draft,
     current: _Draft,
 ) -> Change:
     credit = credits.get((scope, key))
     if credit is not None:
-        members, rules = credit
-        opposed = against.get((scope, key), ([], set()))[0]
+        tally, rules = credit
         return Change(
             scope,
             key,
             value,
             "suggested",
             tuple(sorted(rules, key=RULES.index)),
-            _evidence(members, _served),
-            _evidence(opposed, _failed),
+            tally.evidence(),
         )
     if scope is None:
         if key == "preset":
@@ -1107,38 +1537,46 @@ def _change(
         return Change(scope, key, value, "current" if same else "inherited")
     if scope in current.routes and _same(key, value, getattr(current.routes[scope], key)):
         return Change(scope, key, value, "current")
-    # A route made here repeats what encloses it (see _prune).
+    # A route made inside another repeats what encloses it.
     return Change(scope, key, value, "inherited", inherited_from=draft.shorter(scope))
 
 
-def _read_back(text: str, admitted: list[_Item]) -> list[_Item]:
-    """The admitted targets that the written text, read back as a
+def _read_back(text: str, grants: Iterable[_Grant]) -> list[str]:
+    """The examples of the changes that the written text, read back as a
     configuration, still rejects (none, unless something is wrong)."""
     config = config_from_mapping(tomllib.loads(text), source="suggestion")
     table = RouteTable(config.policy, list(config.routes))
-    return [item for item in admitted if _judge(item, table.select(item.target)) is not None]
+    still = []
+    for grant in grants:
+        for _, target in grant.tally.examples:
+            if _judge(target, table.select(target)) is not None:
+                still.append(display(target, limit=EXAMPLE_BYTES))
+    return still
 
 
-def _stopped_by_rule(stopped: Mapping[_Item, _Cause]) -> tuple[Stopped, ...]:
-    by_rule: dict[str, list[_Item]] = {}
-    reasons: dict[str, str] = {}
-    for item, cause in stopped.items():
-        by_rule.setdefault(cause.rule, []).append(item)
-        reasons.setdefault(cause.rule, cause.reason)
-    found = []
-    for rule, items in by_rule.items():
-        items.sort(key=lambda item: (-item.served, item.target))
-        found.append(
-            Stopped(
-                rule,
-                reasons[rule],
-                sum(item.served for item in items),
-                len(items),
-                tuple(display(i.target, limit=EXAMPLE_BYTES) for i in items[:STOPPED_EXAMPLES]),
-            )
+def _stopped(ledger: Ledger) -> tuple[Stopped, ...]:
+    found = [
+        Stopped(
+            rule,
+            reason,
+            tally.served,
+            len(tally.targets),
+            tuple(display(target, limit=EXAMPLE_BYTES) for _, target in tally.examples),
         )
-    found.sort(key=lambda stop: (-stop.requests, stop.rule))
+        for (rule, reason), tally in ledger.stopped.items()
+    ]
+    found.sort(key=lambda stop: (-stop.requests, stop.rule, stop.reason))
     return tuple(found)
+
+
+def _when(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return f"{datetime.datetime.fromtimestamp(seconds, datetime.UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _counted(count: int, noun: str) -> str:
+    return _plural(count, noun) + (" or more" if count >= COUNTED else "")
 
 
 def _plural(count: int, noun: str) -> str:
@@ -1148,29 +1586,28 @@ def _plural(count: int, noun: str) -> str:
 def _text(suggestion: Suggestion, judged_under: str) -> str:
     s = suggestion
     stopped = sum(stop.requests for stop in s.stopped)
+    refused = sum(refusal.evidence.requests + refusal.evidence.contested for refusal in s.refused)
+    read = s.lines
     lines = [
         "# urlguard configuration suggested by `urlguard audit --suggest`.",
         f"# The logs were judged under: {judged_under}.",
+        f"# Lines read: {read.read:,}; parsed: {read.parsed:,}; skipped (not parsed): "
+        f"{read.skipped:,}.",
+        *(f"#   e.g. {shown}" for shown in read.examples),
         f"# Requests answered 2xx/3xx: {s.served:,}, of which that policy rejects "
-        f"{s.rejected_served.requests:,} ({_plural(s.rejected_served.targets, 'target')}).",
-        f"# This configuration admits {s.admitted.requests:,} of those "
-        f"({_plural(s.admitted.targets, 'target')}); {stopped:,} stay rejected"
-        + (" (listed at the end)." if stopped else "."),
+        f"{s.rejected_served:,}.",
+        f"# This configuration admits {s.admitted:,} of those; never loosened: {stopped:,}; "
+        f"not enough evidence or refused: {refused:,}"
+        + (" (listed at the end)." if stopped or refused else "."),
         f"# Requests answered 4xx/5xx: {s.failed:,}; this configuration admits "
         f"{s.failed_admitted:,} of those that policy rejects.",
+        f"# Evidence a change needs: {s.thresholds.text()} under a route; "
+        f"{s.thresholds.site().text()} at the top level.",
     ]
-    if s.unparseable:
-        lines.append(f"# Lines that did not parse (not judged): {s.unparseable:,}")
-        lines += [f"#   e.g. {shown}" for shown in s.unparseable_examples]
     if s.other:
         lines.append(
             f"# Requests with no 2xx-5xx status (1xx, 000, or a list of targets): "
             f"{s.other:,}; they count neither way."
-        )
-    if s.dropped:
-        lines.append(
-            f"# Evidence not kept: {_plural(s.dropped, 'failing request')} beyond "
-            f"{KEEP_FAILED:,} distinct targets."
         )
     lines.append("# Check it: urlguard audit --config THIS-FILE LOG...")
     by_line = {(change.scope, change.key): change for change in s.changes}
@@ -1208,22 +1645,32 @@ def _commented(change: Change, value: object) -> list[str]:
             else f"[routes.{toml_string(change.inherited_from)}]"
         )
         return [f"{line}  # as in {where}, which this longer prefix replaces"]
-    admits, against = change.admits, change.against
-    head = (
-        f"# {', '.join(change.rules)}{_browser_note(change.key, value)}: admits "
-        f"{_plural(admits.requests, 'request')} ({_plural(admits.targets, 'target')}) "
-        "answered 2xx/3xx,"
-    )
-    if not against.requests:
-        return [head, f"#   and none answered 4xx/5xx; e.g. {admits.example}", line]
     return [
-        head,
-        f"#   e.g. {admits.example}",
-        f"#   and {_plural(against.requests, 'request')} ({_plural(against.targets, 'target')}) "
-        "answered 4xx/5xx that no narrower prefix leaves out,",
-        f"#   e.g. {against.example}",
+        f"# {', '.join(change.rules)}{_browser_note(change.key, value)}:",
+        *(f"#   {line}" for line in _evidence_lines(change.admits)),
         line,
     ]
+
+
+def _evidence_lines(e: Evidence) -> list[str]:
+    """What a change rests on, in words: requests, targets, clients, the
+    first and last time seen, an example, and the requests answered 4xx/5xx."""
+    lines = [
+        f"{_plural(e.requests, 'request')} answered 2xx/3xx ({_counted(e.targets, 'target')}) "
+        f"from {_counted(e.clients, 'client')},",
+        f"first seen {_when(e.first) or 'at no logged time'}, "
+        f"last seen {_when(e.last) or 'at no logged time'};",
+        f"e.g. {e.example}",
+    ]
+    if e.failed:
+        lines.append(
+            f"and {_plural(e.failed, 'request')} answered 4xx/5xx under it"
+            f" ({e.against:,} on the very targets it admits, whose"
+            f" {_plural(e.contested, 'served request')} do not count)"
+        )
+    else:
+        lines.append("and none answered 4xx/5xx")
+    return lines
 
 
 def _browser_note(key: str, value: object) -> str:
@@ -1244,6 +1691,27 @@ def _closing(s: Suggestion) -> list[str]:
             "# Meant to be admitted, yet rejected by this text read back (a bug; please report):",
             *(f"#   {shown}" for shown in s.still_rejected),
         ]
+    if s.refused:
+        lines += [
+            "",
+            "# Answered 2xx/3xx, but would be rejected: not enough evidence to admit, or a",
+            "# change this configuration does not make (see each reason):",
+        ]
+        for refusal in s.refused[:REFUSED_SHOWN]:
+            where = "the top level" if refusal.scope == "/" else toml_string(refusal.scope)
+            e = refusal.evidence
+            lines += [
+                f"#   {', '.join(refusal.rules) or 'several rules'} under {where}:",
+                f"#     {refusal.reason};",
+                f"#     {_plural(e.requests, 'request')} ({_counted(e.targets, 'target')}) "
+                f"from {_counted(e.clients, 'client')}, {_when(e.first) or 'no time'} "
+                f"to {_when(e.last) or 'no time'}",
+                f"#     e.g. {e.example}",
+            ]
+        rest = s.refused[REFUSED_SHOWN:]
+        if rest:
+            requests = sum(refusal.evidence.requests for refusal in rest)
+            lines.append(f"#   and {len(rest):,} more, {_plural(requests, 'request')} in all")
     if s.stopped:
         lines += [
             "",
@@ -1253,7 +1721,7 @@ def _closing(s: Suggestion) -> list[str]:
         for stop in s.stopped:
             lines.append(
                 f"#   {stop.rule}: {_plural(stop.requests, 'request')} "
-                f"({_plural(stop.targets, 'target')}), {stop.reason}"
+                f"({_counted(stop.targets, 'target')}), {stop.reason}"
             )
             lines += [f"#     e.g. {shown}" for shown in stop.examples]
     if s.failed_rejected:
@@ -1269,9 +1737,12 @@ __all__ = [
     "Change",
     "Evidence",
     "Ledger",
+    "Lines",
+    "Refused",
     "Stopped",
     "Suggestion",
-    "scopes",
+    "Thresholds",
+    "client_key",
     "status_class",
     "suggest",
     "toml_string",

@@ -54,7 +54,7 @@ from ._audit import FORMATS, AuditError, Auditor, Progress, ProgressFactory, Rep
 from ._audit import display_pieces as _display_pieces
 from ._config import PRESETS, Config, preset_policy
 from ._routes import RouteTable
-from ._suggest import Ledger, Suggestion, suggest, toml_string
+from ._suggest import SITE_FACTOR, Ledger, Lines, Suggestion, Thresholds, suggest, toml_string
 
 #: Exit codes (pinned).
 EXIT_OK: Final = 0
@@ -65,6 +65,8 @@ EXIT_ERROR: Final = 2
 _CONTEXT: Final = 60
 #: Bytes of an audit example shown in the text report (JSON has them whole).
 _EXAMPLE_WIDTH: Final = 120
+#: Changes not made shown one by one in the summary of ``--write``.
+_SUMMARY_REFUSED: Final = 5
 #: Seconds before a progress bar appears: short runs never show one.
 _PROGRESS_DELAY: Final = 0.5
 
@@ -190,13 +192,48 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument(
         "--suggest",
         action="store_true",
-        help="print a TOML configuration that admits every request the logs show answered "
-        "2xx/3xx and the policy rejects, by the narrowest change (a route under the longest "
-        "raw path prefix, the browser preset, query_allow_chars ...), each line commented "
-        "with its evidence; never loosens invalid-utf8, malformed-escape, fragment, bad-form, "
-        "dot segments or control and bidi characters, and lists what they will stop. "
-        "Requests answered 4xx/5xx count as evidence against loosening. Needs logs with a "
-        "status (combined or common format)",
+        help="print a TOML configuration that admits the requests the logs show answered "
+        "2xx/3xx and the policy rejects, where the evidence is enough (see --min-requests, "
+        "--min-clients, --min-hours), by the narrowest change (a route under the common "
+        "prefix of the requests that need it), each line commented with its evidence; "
+        "never loosens invalid-utf8, malformed-escape, fragment, bad-form, dot segments, "
+        "drive letters, control and bidi characters, raw characters no browser sends in a "
+        "path, an empty segment beside a kept separator or a dangerous double encoding, and "
+        "lists what they will stop and what lacks evidence. Needs logs with a status "
+        "(combined or common format)",
+    )
+    thresholds = Thresholds()
+    audit.add_argument(
+        "--min-requests",
+        type=int,
+        metavar="N",
+        default=thresholds.requests,
+        help="with --suggest: requests answered 2xx/3xx a change needs under a route "
+        f"(default {thresholds.requests}; the top level needs {SITE_FACTOR} times as many)",
+    )
+    audit.add_argument(
+        "--min-clients",
+        type=int,
+        metavar="N",
+        default=thresholds.clients,
+        help="with --suggest: distinct clients (IPv4 addresses, IPv6 /64 networks) those "
+        f"requests come from (default {thresholds.clients}; the top level: {SITE_FACTOR} times)",
+    )
+    audit.add_argument(
+        "--min-hours",
+        type=float,
+        metavar="H",
+        default=thresholds.hours,
+        help="with --suggest: hours between the first and the last of those requests "
+        f"(default {thresholds.hours:g}; the top level: {SITE_FACTOR} times)",
+    )
+    audit.add_argument(
+        "--max-routes",
+        type=int,
+        metavar="N",
+        default=thresholds.routes,
+        help=f"with --suggest: routes suggested at most (default {thresholds.routes}); past "
+        "it, the routes with the least evidence are listed as refused",
     )
     audit.add_argument(
         "--write",
@@ -355,27 +392,41 @@ def _audit(args: argparse.Namespace) -> int:
         # Refused before the logs are read, and again when writing.
         raise _Error(f"--write: {_shown_path(write)} exists; add --force to replace it")
     config = _resolve_config(args)
-    ledger = Ledger() if args.suggest else None
+    thresholds = _thresholds(args)
+    ledger = Ledger(config.policy, config.routes) if args.suggest else None
     auditor = Auditor(RouteTable(config.policy, list(config.routes)), args.format, ledger)
     progress = _progress_factory()
     for name in args.files:
         auditor.feed_file(name, progress)
     report = auditor.report()
+    if not report.parsed:
+        # Never "no request would be rejected" about an input with no request.
+        examples = "".join(
+            f"; e.g. {_shorten(shown, _EXAMPLE_WIDTH)}" for shown in report.unparseable_examples[:1]
+        )
+        if not report.lines:
+            raise _Error("no line to audit: the input is empty")
+        raise _Error(
+            f"no line could be read as a request: {report.lines:,} lines read, 0 parsed, "
+            f"{report.unparseable:,} skipped{examples}"
+        )
     if ledger is None:
         if args.json:
             _out(json.dumps(report.as_json()))
         else:
             _out(_report_text(report, _policy_name(args)))
         return EXIT_REJECTED if report.rejected else EXIT_OK
-    examples = report.unparseable_examples
     suggestion = suggest(
         ledger,
-        config.policy,
-        config.routes,
+        thresholds,
         mode=config.mode,
         judged_under=_policy_name(args),
-        unparseable=report.unparseable,
-        unparseable_examples=[_shorten(shown, _EXAMPLE_WIDTH) for shown in examples],
+        lines=Lines(
+            report.lines,
+            report.parsed,
+            report.unparseable,
+            tuple(_shorten(shown, _EXAMPLE_WIDTH) for shown in report.unparseable_examples),
+        ),
     )
     if write is not None:
         _write(write, suggestion.text, force=args.force)
@@ -386,6 +437,32 @@ def _audit(args: argparse.Namespace) -> int:
     else:
         _out(suggestion.text.rstrip("\n"))
     return EXIT_OK if suggestion.complete else EXIT_REJECTED
+
+
+_THRESHOLD_OPTIONS: Final = {
+    "min_requests": "requests",
+    "min_clients": "clients",
+    "min_hours": "hours",
+    "max_routes": "routes",
+}
+
+
+def _thresholds(args: argparse.Namespace) -> Thresholds:
+    """The evidence thresholds of ``--suggest``; refused without it."""
+    given = {option: getattr(args, option) for option in _THRESHOLD_OPTIONS}
+    defaults = Thresholds()
+    changed = [
+        "--" + option.replace("_", "-")
+        for option, field in _THRESHOLD_OPTIONS.items()
+        if given[option] != getattr(defaults, field)
+    ]
+    if changed and not args.suggest:
+        raise _Error(f"{changed[0]} applies to --suggest only")
+    try:
+        return Thresholds(**{field: given[option] for option, field in _THRESHOLD_OPTIONS.items()})
+    except ValueError as error:
+        option = next(o for o, f in _THRESHOLD_OPTIONS.items() if str(error).startswith(f))
+        raise _Error(f"--{option.replace('_', '-')}: {error}") from None
 
 
 def _shown_path(path: str) -> str:
@@ -406,20 +483,36 @@ def _write(path: str, text: str, *, force: bool) -> None:
 
 def _suggestion_summary(suggestion: Suggestion, report: Report, path: str) -> str:
     s = suggestion
+    refused = sum(r.evidence.requests + r.evidence.contested for r in s.refused)
     lines = [
         f"wrote        {_shown_path(path)}",
         f"lines        {report.lines:>12,}",
-        f"unparseable  {report.unparseable:>12,}",
-        f"2xx/3xx      {s.served:>12,}  rejected now {s.rejected_served.requests:,}, "
-        f"admitted by the suggestion {s.admitted.requests:,}",
+        f"parsed       {report.parsed:>12,}",
+        f"skipped      {report.unparseable:>12,}",
+        f"2xx/3xx      {s.served:>12,}  rejected now {s.rejected_served:,}, "
+        f"admitted by the suggestion {s.admitted:,}",
         f"4xx/5xx      {s.failed:>12,}  admitted by the suggestion {s.failed_admitted:,}",
     ]
     settings = [c for c in s.changes if c.origin == "suggested"]
     for change in settings:
         where = "top level" if change.scope is None else f"[routes.{toml_string(change.scope)}]"
+        e = change.admits
         lines.append(
             f"  {where}: {change.key} ({', '.join(change.rules)}) admits "
-            f"{change.admits.requests:,} requests, {change.against.requests:,} answered 4xx/5xx"
+            f"{e.requests:,} requests from {e.clients:,} clients, {e.failed:,} answered 4xx/5xx"
+        )
+    for refusal in s.refused[:_SUMMARY_REFUSED]:
+        e = refusal.evidence
+        where = (
+            "at the top level" if refusal.scope == "/" else f"under {toml_string(refusal.scope)}"
+        )
+        lines.append(
+            f"refused      {e.requests + e.contested:>12,}  {', '.join(refusal.rules)} "
+            f"{where}: {refusal.reason}"
+        )
+    if len(s.refused) > _SUMMARY_REFUSED:
+        lines.append(
+            f"refused      {refused:>12,}  in all ({len(s.refused):,} changes; see the file)"
         )
     for stop in s.stopped:
         lines.append(f"stopped      {stop.requests:>12,}  {stop.rule}: {stop.reason}")

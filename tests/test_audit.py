@@ -1,0 +1,202 @@
+"""The pieces of ``urlguard._audit`` that ``audit --suggest`` leans on: the
+shape of a target (one verdict per shape), the client and the time of a
+log line."""
+
+from __future__ import annotations
+
+import doctest
+import random
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import urlguard._audit
+from urlguard import InvalidTarget, Policy, parse_target
+from urlguard import _grammar as g
+from urlguard._audit import Auditor, client_of, folds, log_time, shape_of
+
+P = pytest.param
+
+
+def test_docstring_examples() -> None:
+    assert doctest.testmod(urlguard._audit).failed == 0
+
+
+def verdict(target: bytes, policy: Policy) -> str:
+    try:
+        parse_target(target, policy)
+    except InvalidTarget as error:
+        return error.rule
+    return "ok"
+
+
+POLICIES = [
+    P(Policy(), id="strict"),
+    P(Policy.browser(), id="browser"),
+    P(
+        Policy(encoded_slash="keep", encoded_backslash="keep", empty_segment="allow"),
+        id="separators kept, empty segments allowed",
+    ),
+    P(Policy(double_encoding="allow", path_params="split"), id="double encoding allowed"),
+    P(
+        Policy(
+            raw_path_extra=g.to_str(g.ALLOWABLE_RAW_EXTRA),
+            raw_query_extra=g.to_str(g.ALLOWABLE_RAW_EXTRA),
+            max_length=64,
+            max_segments=4,
+            max_params=2,
+        ),
+        id="raw extras, tight limits",
+    ),
+]
+PIECES = ["a", "Z9", "..", ".", "%2E", "%2F", "%2f", "%5C", "%25", "%2541", "%252F", "%252e"]
+PIECES += ["%25252F", "%00", "%C0%AE", "%E6%97%A5", "%zz", "c:", "C:", ";", "=", "&", "?", "/"]
+PIECES += ["//", "[", "<", "\\", "+", "#", "%", "%2", "x%2", "\xe9", "0", "ff", "Gg"]
+# Letters and digits, by the class the shape keeps: a digit, a hex letter, another letter.
+CLASSES = ["0123456789", "abcdefABCDEF", "ghijklmnopqrstuvwxyzGHIJKLMNOPQRSTUVWXYZ"]
+
+
+def same_shape(target: bytes, rng: random.Random) -> bytes:
+    """``target`` with each letter and digit outside the four bytes after a
+    '%' swapped for another of its class."""
+    out = bytearray(target)
+    kept = 0
+    for i, byte in enumerate(target):
+        if byte == ord("%"):
+            kept = 5
+        if kept:
+            kept -= 1
+            continue
+        for letters in CLASSES:
+            if chr(byte) in letters:
+                out[i] = ord(rng.choice(letters))
+    return bytes(out)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=10), st.randoms())
+def test_targets_of_one_shape_get_one_verdict(pieces: list[str], rng: random.Random) -> None:
+    target = ("/" + "".join(pieces)).encode("utf-8")
+    other = same_shape(target, rng)
+    assert shape_of(other) == shape_of(target)
+    for param in POLICIES:
+        [policy] = param.values
+        assert isinstance(policy, Policy)
+        assert verdict(other, policy) == verdict(target, policy), (target, other, param.id)
+
+
+@pytest.mark.parametrize(
+    ("target", "shape"),
+    [
+        P(b"/products/1234/kg%2Fs", b"/xxxaxaxx/0000/xx%2Fs", id="letters and digits folded"),
+        P(b"/a%2541b9", b"/a%2541a0", id="the escape and the escape it makes kept"),
+        P(b"/x%252e%252e%252fetc", b"/x%252e%252e%252faxa", id="each escape kept"),
+        P(b"/caf\xc3\xa9", b"/aaa\xc3\xa9", id="bytes past ASCII kept"),
+        P(b"http://host/a%2Fb", None, id="absolute-form: no shape"),
+        P(b"*", None, id="asterisk-form: no shape"),
+    ],
+)
+def test_shape_of(target: bytes, shape: bytes | None) -> None:
+    assert shape_of(target) == shape
+
+
+@pytest.mark.parametrize(
+    ("policy", "folding"),
+    [
+        P(Policy(), True, id="strict"),
+        P(Policy(allowed_ranges=[(0x20, 0x7E)]), True, id="printable ASCII"),
+        P(Policy(allowed_ranges=[(0x20, 0x60), (0x7B, 0x7E)]), False, id="no small letters"),
+    ],
+)
+def test_folds_only_where_letters_and_digits_are_allowed(policy: Policy, folding: bool) -> None:
+    assert folds(policy) is folding
+
+
+@pytest.mark.parametrize(
+    ("field", "seconds"),
+    [
+        P(b"10/Oct/2000:13:55:36 -0700", 971211336.0, id="Apache's example"),
+        P(b"10/Oct/2000:20:55:36 +0000", 971211336.0, id="the same in UTC"),
+        P(b"01/jan/2024:00:00:00 +0130", 1704061800.0, id="a month in small letters"),
+        P(b"31/Feb/2024:00:00:00 +0000", None, id="no such day"),
+        P(b"10/Foo/2000:13:55:36 -0700", None, id="no such month"),
+        P(b"10/Oct/2000:13:55:36", None, id="no offset"),
+        P(b"", None, id="empty"),
+    ],
+)
+def test_log_time(field: bytes, seconds: float | None) -> None:
+    assert log_time(field) == seconds
+
+
+@pytest.mark.parametrize(
+    ("head", "client"),
+    [
+        P(b"192.0.2.7 - - ", b"192.0.2.7", id="common"),
+        P(b"192.0.2.7 - frank ", b"192.0.2.7", id="with a user"),
+        P(b"example.com:443 2001:db8::1 - - ", b"2001:db8::1", id="vhost_combined"),
+        P(b"192.0.2.7 ", b"192.0.2.7", id="one field"),
+        P(b"", b"-", id="none"),
+    ],
+)
+def test_client_of(head: bytes, client: bytes) -> None:
+    assert client_of(head) == client
+
+
+METHODS = ["GET", "POST", "OPTIONS", "G T", "GET\\x20"]
+VERSIONS = ["HTTP/1.1", "HTTP/2.0", "HTTQ/1.1", "HTTP/1.1 x", ""]
+TARGETS = ["*", "/", "http://a.example/b%2Fc"]
+
+
+def expected_verdict(method: str, target: bytes, version: str) -> str:
+    """The verdict of one logged request line, judged without the auditor."""
+    line = f"{method} ".encode() + target + (f" {version}".encode() if version else b"")
+    parts = line.split(b" ")
+    if len(parts) < 3 or not re.fullmatch(rb"HTTP/[0-9]+(?:\.[0-9]+)?", parts[-1]):
+        return "unparseable"
+    if not re.fullmatch(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+", parts[0]):
+        return "unparseable"
+    if parts[0] == b"OPTIONS" and target == b"*":
+        return "ok"
+    return verdict(b" ".join(parts[1:-1]), Policy())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(METHODS),
+            st.one_of(
+                st.sampled_from(TARGETS),
+                st.lists(st.sampled_from(PIECES), min_size=1, max_size=6).map(
+                    lambda pieces: "/" + "".join(pieces)
+                ),
+            ),
+            st.sampled_from(VERSIONS),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.randoms(),
+)
+def test_verdicts_by_shape_are_the_verdicts_of_each_request(
+    requests: list[tuple[str, str, str]], rng: random.Random
+) -> None:
+    """The auditor judges a request line once per shape: on a log where
+    each request comes again with its letters and digits changed, every
+    rule is counted as judging each request alone counts it."""
+    lines = []
+    want: dict[str, int] = {}
+    for method, text, version in requests:
+        target = text.encode("utf-8")
+        for variant in (target, same_shape(target, rng), same_shape(target, rng)):
+            field = f"{method} ".encode() + variant + (f" {version}".encode() if version else b"")
+            lines.append(b'192.0.2.1 - - [10/Oct/2024:13:55:36 +0000] "' + field + b'" 200 1')
+            rule = expected_verdict(method, variant, version)
+            want[rule] = want.get(rule, 0) + 1
+    auditor = Auditor(Policy(), "common")
+    auditor.feed_lines([line.replace(b"\\", b"\\\\") for line in lines])
+    report = auditor.report()
+    assert report.unparseable == want.pop("unparseable", 0)
+    assert report.rules == {rule: n for rule, n in want.items() if rule != "ok"}
