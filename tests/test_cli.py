@@ -153,9 +153,50 @@ def test_check_text_shows_decoded_pieces(capsys: pytest.CaptureFixture[str]) -> 
         "        segments  ['café', 'x']",
         "        query     [('q', 'a b')]",
         "ok      http://h:8080/p",
-        "        authority 'h:8080'",
+        "        host      'h', port 8080",
         "        segments  ['p']",
     ]
+
+
+# (--host, targets, config's allowed_hosts, exit code, the rule of each, or None)
+HOST_CHECKS = [
+    P("a.com", ["/x"], None, 0, [None], id="valid"),
+    P("a b", ["/x", "/y"], None, 1, ["bad-host", "bad-host"], id="invalid: every target"),
+    P("a.com", ["http://a.com/x", "http://b.com/x"], None, 1, [None, "bad-host"], id="agree"),
+    P("a.com:80", ["http://a.com/x"], None, 0, [None], id="default port"),
+    P("b.com", ["/x"], ["a.com"], 1, ["host-not-allowed"], id="not allowed"),
+    P("x.a.com", ["/x"], ["*.a.com"], 0, [None], id="allowed below"),
+    P("a.com", ["/x%zz"], None, 1, ["malformed-escape"], id="then the target"),
+]
+
+
+@pytest.mark.parametrize(("host", "targets", "allowed", "code", "rules"), HOST_CHECKS)
+def test_check_host(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    host: str,
+    targets: list[str],
+    allowed: list[str] | None,
+    code: int,
+    rules: list[str | None],
+) -> None:
+    options = ["--host", host, "--json"]
+    if allowed is not None:
+        config = tmp_path / "urlguard.toml"
+        config.write_text(f"allowed_hosts = {json.dumps(allowed)}\n", encoding="utf-8")
+        options += ["--config", str(config)]
+    exit_code, out, _ = run(capsys, "check", *options, *targets)
+    assert exit_code == code
+    assert [json.loads(line)["rule"] for line in out.splitlines()] == rules
+
+
+def test_check_host_shows_the_caret_under_the_host(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "check", "--host", "a<b", "/x")
+    assert code == 1
+    first, caret, message = out.splitlines()
+    assert first == "reject  a<b"
+    assert caret == "         ^"
+    assert message.startswith("        bad-host:")
 
 
 CARETS = [

@@ -51,8 +51,7 @@ from . import _parser
 from ._answers import Answer, answer, refusal, rejection
 from ._config import MODES, Config, Mode, check_prefix, load_config, route_policy
 from ._errors import InvalidTarget
-from ._host import Host
-from ._hosts import AllowedHosts, HostCheck, agree
+from ._hosts import AllowedHosts, HostCheck, same_authority
 from ._policy import DEFAULT_POLICY, Policy
 from ._routes import Route, RouteTable, is_server_wide_options, unmount
 from ._segments import ROUTERS, SLASH, VIEW_KEY, SegmentRouter, view_of
@@ -269,7 +268,7 @@ class Guard(Generic[C, A]):
         if decision is None:
             target = carrier.get(TARGET_KEY)
             if target is not None:
-                if target.authority is not None and not _same_authority(target, known):
+                if target.authority is not None and not same_authority(target, known):
                     disagreeing = InvalidTarget("bad-host", "host", None, 0)
                     return self._host_invalid(disagreeing, raw, query, carrier, host)
                 target._host = known
@@ -654,12 +653,6 @@ class GuardedMiddleware(Generic[A, C]):
     def violations(self) -> dict[str, int]:
         """How many requests broke each rule so far (both modes), by rule code."""
         return self._guard.violations
-
-
-def _same_authority(target: Target, host: Host) -> bool:
-    """An absolute-form target names the authority its Host header names."""
-    scheme = "https" if target.raw[:6].lower() == b"https:" else "http"
-    return agree(Host(target.host or "", target.port), host, scheme)
 
 
 def application(protocol: str) -> str:

@@ -16,8 +16,9 @@ from typing import Final
 
 from ._errors import InvalidTarget
 from ._host import Host, parse_host
+from ._target import Target
 
-__all__ = ["AllowedHosts", "HostCheck", "agree"]
+__all__ = ["AllowedHosts", "HostCheck", "agree", "same_authority"]
 
 #: At most this many valid hosts are remembered; past it the table starts
 #: again, so a flood of distinct hosts costs parsing, never memory.
@@ -99,6 +100,13 @@ def agree(host: Host, other: Host, scheme: str) -> bool:
         (default if host.port is None else host.port)
         == (default if other.port is None else other.port)
     )
+
+
+def same_authority(target: Target, host: Host) -> bool:
+    """An absolute-form ``target`` names the authority ``host`` names
+    (RFC 9112 §3.2.2: a client sends the target's authority as Host)."""
+    scheme = "https" if target.raw[:6].lower() == b"https:" else "http"
+    return agree(Host(target.host or "", target.port), host, scheme)
 
 
 def _bare(name: str) -> str:

@@ -53,6 +53,7 @@ from . import (
 from ._audit import FORMATS, AuditError, Auditor, Progress, ProgressFactory, Report, display
 from ._audit import display_pieces as _display_pieces
 from ._config import PRESETS, Config, preset_policy
+from ._hosts import AllowedHosts, HostCheck, same_authority
 from ._routes import RouteTable
 from ._suggest import SITE_FACTOR, Ledger, Lines, Suggestion, Thresholds, suggest, toml_string
 
@@ -157,6 +158,13 @@ def _parser() -> argparse.ArgumentParser:
         epilog=_EXIT_HELP,
     )
     _policy_options(check)
+    check.add_argument(
+        "--host",
+        metavar="HOST",
+        help="the Host header sent with the targets: checked first (bad-host, or "
+        "host-not-allowed outside the config's allowed_hosts), and an absolute-form "
+        "target must name the same authority",
+    )
     check.add_argument(
         "--json",
         action="store_true",
@@ -315,16 +323,30 @@ def _resolve_config(args: argparse.Namespace) -> Config:
 
 
 def _check(args: argparse.Namespace) -> int:
-    routes = _resolve_policy(args)
+    config = _resolve_config(args)
+    routes = RouteTable(config.policy, list(config.routes))
+    hosts = HostCheck(
+        None if config.allowed_hosts is None else AllowedHosts(config.allowed_hosts, "--config")
+    )
+    host_raw = None if args.host is None else _argument_bytes(args.host)
     as_json: bool = args.json
     status = EXIT_OK
     for given in args.targets:
         raw = _argument_bytes(given)
         try:
+            host = None if host_raw is None else hosts.judge(host_raw)
             target = parse_target(raw, routes.select(raw))
+            if host is not None:
+                if target.authority is not None and not same_authority(target, host):
+                    raise InvalidTarget("bad-host", "host", None, 0)
+                target._host = host  # as the guard does
         except InvalidTarget as error:
             status = EXIT_REJECTED
-            _out(_json_verdict(given, None, error) if as_json else _rejected_text(raw, error))
+            if as_json:
+                _out(_json_verdict(given, None, error))
+            else:
+                shown = host_raw if error.component == "host" and host_raw is not None else raw
+                _out(_rejected_text(shown, error))
         else:
             _out(_json_verdict(given, target, None) if as_json else _accepted_text(raw, target))
     return status
@@ -353,8 +375,9 @@ def _json_verdict(given: str, target: Target | None, error: InvalidTarget | None
 
 def _accepted_text(raw: bytes, target: Target) -> str:
     lines = [f"ok      {display(raw)}"]
-    if target.authority is not None:
-        lines.append(f"        authority {target.authority!r}")
+    if target.host is not None:
+        port = "" if target.port is None else f", port {target.port}"
+        lines.append(f"        host      {target.host!r}{port}")
     lines.append(f"        segments  {list(target.segments)!r}")
     if any(target.params):
         lines.append(f"        params    {[list(p) for p in target.params]!r}")
