@@ -35,6 +35,8 @@ TARGETS = {
     "encoded": b"/wiki/Caf%C3%A9?q=caf%C3%A9+au+lait&lang=fr",
 }
 HOSTILE = b"/wiki/a%2Fb"
+#: The allow-list of the ``guarded-allowlist`` layer: the requests' host among others.
+ALLOWED = ["example.com", "*.example.com", "127.0.0.1"]
 HELLO = b"Hello, world!"
 BATCH_SECONDS = 0.001
 
@@ -154,7 +156,9 @@ class InProcess:
     entry of ``guards`` (a parser module, or ``None`` for the guard's default),
     timed a round at a time."""
 
-    def __init__(self, guards: dict[str, ModuleType | None], noop: bool = True) -> None:
+    def __init__(
+        self, guards: dict[str, ModuleType | None], noop: bool = True, allow_list: bool = False
+    ) -> None:
         from .apps import flask_hello, starlette_hello
 
         logging.getLogger("urlguard").disabled = True  # its warning for each hostile check
@@ -166,6 +170,10 @@ class InProcess:
                 layers["noop"] = module.make_app("noop")
             for guard, parser in guards.items():
                 layers[f"guarded-{guard}"] = module.make_app("guarded", parser)
+            if allow_list:
+                # The default parser's guard with an allow-list naming the
+                # requests' host: what checking against a list adds.
+                layers["guarded-allowlist"] = module.make_app("guarded", allowed_hosts=ALLOWED)
             framework = Framework(name, layers, self.loop)
             framework.verify()
             self.frameworks.append(framework)
@@ -199,7 +207,7 @@ class InProcess:
 
 def run(rounds: int, results: Results, out: Callable[[str], None] = print) -> None:
     """Time every layer of both frameworks for both targets; print one table."""
-    bench = InProcess(dict(available()))
+    bench = InProcess(dict(available()), allow_list=True)
     try:
         bench.size_batches()
         samples = collect(bench.round, rounds, "in-process")

@@ -28,10 +28,17 @@ class NoopMiddleware:
         return self.app(environ, start_response)
 
 
-def make_app(layer: str, parser: ModuleType | None = None, *, segment: bool = False) -> Flask:
+def make_app(
+    layer: str,
+    parser: ModuleType | None = None,
+    *,
+    segment: bool = False,
+    allowed_hosts: list[str] | None = None,
+) -> Flask:
     """The app with ``layer`` (``bare``, ``noop`` or ``guarded``) in front; the
     guard gets ``parser=`` only when one is given, as in starlette_hello.
-    ``segment``: the wiki route declares ``<segment:title>`` (bench/segments.py)."""
+    ``segment``: the wiki route declares ``<segment:title>`` (bench/segments.py);
+    ``allowed_hosts``: the guard's allow-list."""
     app = Flask(f"hello_{layer}")
     if segment:
         from urlguard.integrations.flask import SegmentConverter
@@ -47,6 +54,8 @@ def make_app(layer: str, parser: ModuleType | None = None, *, segment: bool = Fa
         return HELLO
 
     options: dict[str, Any] = {} if parser is None else {"parser": parser}
+    if allowed_hosts is not None:
+        options["allowed_hosts"] = allowed_hosts
     if layer == "noop":
         app.wsgi_app = NoopMiddleware(app.wsgi_app)  # type: ignore[method-assign]
     elif layer == "guarded":

@@ -36,12 +36,20 @@ class NoopMiddleware:
         await self.app(scope, receive, send)
 
 
-def make_app(layer: str, parser: ModuleType | None = None, *, segment: bool = False) -> Starlette:
+def make_app(
+    layer: str,
+    parser: ModuleType | None = None,
+    *,
+    segment: bool = False,
+    allowed_hosts: list[str] | None = None,
+) -> Starlette:
     """The app with ``layer`` (``bare``, ``noop`` or ``guarded``) in front. The
     guard gets ``parser=`` only when one is given: older revisions, measured
     by bench.ab, have no such keyword. ``segment``: the wiki route declares
-    ``{title:segment}`` (bench/segments.py)."""
+    ``{title:segment}`` (bench/segments.py); ``allowed_hosts``: the guard's allow-list."""
     options: dict[str, Any] = {} if parser is None else {"parser": parser}
+    if allowed_hosts is not None:
+        options["allowed_hosts"] = allowed_hosts
     middleware = {
         "bare": [],
         "noop": [Middleware(NoopMiddleware)],
