@@ -224,16 +224,25 @@ def build_request(
     method: bytes = b"GET",
     headers: Iterable[tuple[bytes, bytes]] = (),
     close: bool = True,
+    hosts: Sequence[bytes] | None = None,
 ) -> bytes:
     """The exact bytes ``METHOD SP target SP HTTP/1.1``, Host, extra headers, and
     ``Connection: close`` when ``close`` (unless ``headers`` name Host or Connection).
 
     Host is what a client sends (RFC 9112 §3.2): an absolute-form target's
-    authority, else the server's address."""
+    authority, else the server's address. ``hosts`` replaces it with one
+    Host line per value, in order (``()``: none at all, ``[b"a", b"b"]``:
+    two), to show what a server does with a request a client should not send.
+
+        >>> build_request(80, b"/", hosts=[b"a", b"b"]).splitlines()
+        [b'GET / HTTP/1.1', b'Host: a', b'Host: b', b'Connection: close', b'']
+    """
     extra = list(headers)
     names = {name.lower() for name, _ in extra}
     lines = [method + b" " + target + b" HTTP/1.1"]
-    if b"host" not in names:
+    if hosts is not None:
+        lines.extend(b"Host: " + host for host in hosts)
+    elif b"host" not in names:
         absolute = _AUTHORITY.match(target)
         host = absolute[1] if absolute is not None else f"{HOST}:{port}".encode("ascii")
         lines.append(b"Host: " + host)
@@ -362,14 +371,16 @@ def request(
     method: bytes = b"GET",
     headers: Iterable[tuple[bytes, bytes]] = (),
     timeout: float = 5.0,
+    hosts: Sequence[bytes] | None = None,
 ) -> Response:
     """Send ``METHOD SP target SP HTTP/1.1`` with Host and ``Connection: close``; read the reply.
 
     ``target`` goes out byte for byte: spaces, controls, ``%zz``, raw UTF-8,
-    ``*`` and absolute-form included. The body is read by Content-Length, by
-    chunks, or until the server closes.
+    ``*`` and absolute-form included. ``hosts``, as in :func:`build_request`,
+    sends those Host lines instead (none, several, any bytes). The body is
+    read by Content-Length, by chunks, or until the server closes.
     """
-    data = build_request(port, target, method=method, headers=headers)
+    data = build_request(port, target, method=method, headers=headers, hosts=hosts)
     return exchange(port, data, method=method, timeout=timeout)
 
 

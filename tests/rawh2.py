@@ -74,11 +74,14 @@ class _Client:
             except (BrokenPipeError, ConnectionResetError):
                 self.closed = True
 
-    def exchange(self, method: bytes, path: bytes, headers: Headers) -> Response:
+    def exchange(
+        self, method: bytes, path: bytes, headers: Headers, authority: bytes | None = None
+    ) -> Response:
         if self.closed:
             return Response(None, version=b"HTTP/2", dropped=True)
         stream = self.conn.get_next_available_stream_id()
-        pseudo = [(b":method", method), (b":scheme", b"http"), (b":authority", self.authority)]
+        authority = self.authority if authority is None else authority
+        pseudo = [(b":method", method), (b":scheme", b"http"), (b":authority", authority)]
         self.conn.send_headers(stream, [*pseudo, (b":path", path), *headers], end_stream=True)
         self.flush()
         status: int | None = None
@@ -142,7 +145,10 @@ def request(
     method: bytes = b"GET",
     headers: Headers = (),
     timeout: float = 5.0,
+    authority: bytes | None = None,
 ) -> Response:
-    """One request on a new connection: ``:path`` is ``path``, byte for byte."""
-    (response,) = converse(port, [(method, path, headers)], timeout=timeout)
-    return response
+    """One request on a new connection: ``:path`` is ``path``, byte for byte;
+    ``:authority`` is ``authority`` (default: the server's address). ``headers``
+    go out as given: a ``host`` header, or two, included."""
+    with socket.create_connection((HOST, port), timeout=timeout) as sock:
+        return _Client(sock, port).exchange(method, path, headers, authority)

@@ -9,7 +9,8 @@ tests/e2e_apps/ on 127.0.0.1; the app echoes what urlguard stored. Three
 kinds of answer are told apart:
 
 - accepted: 200 from the app, with urlguard's decoded ``segments`` and
-  ``query`` and the ``raw`` target urlguard read;
+  ``query``, the ``raw`` target urlguard read, and the ``host`` and ``port``
+  it validated;
 - rejected: urlguard's 400 naming the rule, ``application/problem+json`` when
   the client accepts JSON (every request in the per-server table asks for it),
   never echoing the input;
@@ -19,8 +20,10 @@ kinds of answer are told apart:
 
 Every server runs the same valid and hostile targets; where a server's
 answer differs from the common one (it refuses a byte itself, it hands over
-less than was sent), the difference is written down for that server. These
-tables are the measurements behind docs/servers.md.
+less than was sent), the difference is written down for that server. The
+host tables do the same with the Host lines (none, two, hostile values), an
+absolute-form authority, an allow-list, and HTTP/2's ``:authority`` and
+``host``. These tables are the measurements behind docs/servers.md.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ PLAIN = b"text/plain; charset=utf-8"
 ROOT = "/my app"  # a mount point with a character that is percent-encoded on the wire
 KEPT = "e2e_apps.kept_separators"
 KEPT_ASGI, KEPT_WSGI = f"{KEPT}:asgi", f"{KEPT}:wsgi"
+LISTED_ASGI, LISTED_WSGI = "e2e_apps.allowed_hosts:asgi", "e2e_apps.allowed_hosts:wsgi"
 
 # --- the server processes ------------------------------------------------------------------
 
@@ -95,16 +99,19 @@ def _granian(interface: str, app: str, *options: str) -> Argv:
     return argv
 
 
-def _daphne(port: int) -> list[str]:
-    return [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-            "--access-log", os.devnull, "e2e_apps.guarded_asgi:app"]  # fmt: skip
+def _daphne(app: str = "e2e_apps.guarded_asgi:app") -> Argv:
+    def argv(port: int) -> list[str]:
+        return [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                "--access-log", os.devnull, app]  # fmt: skip
+
+    return argv
 
 
-def _gunicorn(worker: str) -> Argv:
+def _gunicorn(worker: str, app: str = "e2e_apps.guarded_wsgi:app") -> Argv:
     def argv(port: int) -> list[str]:
         return [
             sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1",
-            "--worker-class", worker, "--graceful-timeout", "1", "e2e_apps.guarded_wsgi:app",
+            "--worker-class", worker, "--graceful-timeout", "1", app,
         ]  # fmt: skip
 
     return argv
@@ -133,7 +140,7 @@ PROCESSES: dict[str, Argv] = {
     "hypercorn": _hypercorn("e2e_apps.guarded_asgi:app"),
     "granian": _granian("asgi", "e2e_apps.guarded_asgi:app"),
     "granian --http 2": _granian("asgi", "e2e_apps.guarded_asgi:app", "--http", "2"),
-    "daphne": _daphne,
+    "daphne": _daphne(),
     "gunicorn-sync": _gunicorn("sync"),
     "gunicorn-gthread": _gunicorn("gthread"),
     "waitress": _waitress(),
@@ -154,6 +161,15 @@ PROCESSES: dict[str, Argv] = {
     "uvicorn-h11 --root-path /m (kept)": _uvicorn("h11", "--root-path", "/m", app=KEPT_ASGI),
     "hypercorn --root-path /m (kept)": _hypercorn(KEPT_ASGI, "--root-path", "/m"),
     "uvicorn-h11, Starlette Mount /m (kept)": _uvicorn("h11", app=f"{KEPT}:mounted"),
+    # allowed_hosts (e2e_apps/allowed_hosts.py): 127.0.0.1 and the names below example.com
+    "uvicorn-h11 (allowed_hosts)": _uvicorn("h11", app=LISTED_ASGI),
+    "uvicorn-httptools (allowed_hosts)": _uvicorn("httptools", app=LISTED_ASGI),
+    "hypercorn (allowed_hosts)": _hypercorn(LISTED_ASGI),
+    "granian (allowed_hosts)": _granian("asgi", LISTED_ASGI),
+    "granian --http 2 (allowed_hosts)": _granian("asgi", LISTED_ASGI, "--http", "2"),
+    "daphne (allowed_hosts)": _daphne(LISTED_ASGI),
+    "gunicorn-sync (allowed_hosts)": _gunicorn("sync", LISTED_WSGI),
+    "waitress (allowed_hosts)": _waitress(app=LISTED_WSGI),
 }
 
 
@@ -180,12 +196,14 @@ class Rejected:
 @dataclass(frozen=True)
 class Accepted:
     """The app ran (``status``: it refuses to tunnel a CONNECT with 405); urlguard read
-    ``raw`` and decoded ``segments`` and ``query``."""
+    ``raw`` and decoded ``segments`` and ``query``; ``host``, when given, is the
+    ``(Target.host, Target.port)`` the handler reads."""
 
     raw: bytes
     segments: tuple[str, ...]
     query: tuple[tuple[str, str], ...] = ()
     status: int = 200
+    host: tuple[str | None, int | None] | None = None
 
 
 Outcome = Refused | Rejected | Accepted
@@ -566,11 +584,13 @@ def assert_outcome(
             assert_refused(response, how)
         case Rejected(rule, exact):
             assert_rejection(response, target, rule, as_json=as_json, exact=exact)
-        case Accepted(raw, segments, query, status):
+        case Accepted(raw, segments, query, status, host):
             data = app_json(response, status)
             assert data["raw"] == raw.decode("latin-1")  # byte-exact, mount point taken off
             assert tuple(data["segments"]) == segments
             assert tuple(map(tuple, data["query"])) == query
+            if host is not None:
+                assert (data["host"], data["port"]) == host
 
 
 def _every_server(cases: list[Any], common: Callable[..., Outcome]) -> list[Any]:
@@ -982,10 +1002,13 @@ WEBSOCKET = [
 ]
 
 
-def handshake(port: int, target: bytes) -> tuple[rawhttp.Response, dict[str, Any] | None]:
-    """A websocket handshake for ``target``; after a 101, the first message the
-    app sends (its JSON echo), read from the first frame (RFC 6455 §5.2)."""
-    data = rawhttp.build_request(port, target, headers=[*UPGRADE, TEXT], close=False)
+def handshake(
+    port: int, target: bytes, *, hosts: Sequence[bytes] | None = None
+) -> tuple[rawhttp.Response, dict[str, Any] | None]:
+    """A websocket handshake for ``target`` (with those Host lines, as
+    :func:`rawhttp.build_request` takes them); after a 101, the first message
+    the app sends (its JSON echo), read from the first frame (RFC 6455 §5.2)."""
+    data = rawhttp.build_request(port, target, headers=[*UPGRADE, TEXT], close=False, hosts=hosts)
     with socket.create_connection(("127.0.0.1", port), timeout=5.0) as sock:
         sock.sendall(data)
         buffer = b""
@@ -1047,6 +1070,342 @@ def test_websocket_handshake(servers: Pool, name: str, target: bytes, expected: 
             assert f"rule={rule} " in server.output()
         case _:
             assert_outcome(response, target, expected, as_json=False)
+
+
+# --- the host: Host header, absolute-form authority, :authority --------------------------
+#
+# RFC 9112 §3.2: an HTTP/1.1 request without Host, with more than one Host line,
+# or with an invalid Host gets 400; HTTP/1.0 may leave Host out. RFC 9113
+# §8.3.1: an HTTP/2 request names its host in :authority, and a host header
+# beside it must name the same one. Each row below is sent to each server; the
+# outcome is urlguard's (bad-host, host-not-allowed, or the handler reading
+# Target.host and Target.port), unless the server refuses the request itself
+# or hands over something other than what was sent.
+
+
+@dataclass(frozen=True)
+class HostRequest:
+    """One request as a client writes it: HTTP/1.1 ``target`` with the Host lines
+    ``hosts`` (``None``: the one a client sends, ``()``: none), or the same as
+    HTTP/1.0; over HTTP/2, ``:authority`` and the ``host`` headers ``hosts``.
+    ``listed``: sent to the server running e2e_apps/allowed_hosts.py."""
+
+    hosts: tuple[bytes, ...] | None
+    target: bytes = b"/x"
+    http10: bool = False
+    authority: bytes | None = None
+    listed: bool = False
+
+
+def _one(host: bytes) -> HostRequest:
+    return HostRequest((host,))
+
+
+BAD_HOST = Rejected("bad-host")
+ABSOLUTE = b"http://good.example.com/x"
+
+HOST_REQUESTS: dict[str, HostRequest] = {
+    "no Host": HostRequest(()),
+    "no Host, HTTP/1.0": HostRequest((), http10=True),
+    "two Host lines": HostRequest((b"a.example.com", b"evil.example")),
+    "the same Host twice": HostRequest((b"a.example.com", b"a.example.com")),
+    "Host a b": _one(b"a b"),
+    "Host user@evil": _one(b"user@evil.example"),
+    "Host evil/x": _one(b"evil.example/x"),
+    "empty Host": _one(b""),
+    "non-ASCII Host": _one(b"caf\xc3\xa9.example"),
+    "Host <script>": _one(b"<script>"),
+    "Host 0x7f.1": _one(b"0x7f.1"),
+    "Host folded (obs-fold)": _one(b"a.example.com\r\n evil"),
+    "invalid Host, HTTP/1.0": HostRequest((b"a b",), http10=True),
+    "valid Host": _one(b"App.Example.COM:8080"),
+    "valid IPv6 Host": _one(b"[::1]:8000"),
+    "absolute-form, the same Host": HostRequest(None, ABSOLUTE),
+    "absolute-form, Host with the default port": HostRequest((b"good.example.com:80",), ABSOLUTE),
+    "absolute-form, another Host": HostRequest((b"good.example.com",), b"http://evil.example/x"),
+    "absolute-form, no Host": HostRequest((), ABSOLUTE),
+    "allowed_hosts: a miss": HostRequest((b"evil.example",), listed=True),
+    "allowed_hosts: a name below example.com": HostRequest((b"app.example.com",), listed=True),
+}
+
+# What urlguard answers when the server hands the request over as sent.
+_HOST_COMMON: dict[str, Outcome] = {
+    "no Host": BAD_HOST,
+    "no Host, HTTP/1.0": Accepted(b"/x", ("x",), host=(None, None)),
+    "two Host lines": BAD_HOST,
+    "the same Host twice": BAD_HOST,
+    "Host a b": BAD_HOST,
+    "Host user@evil": BAD_HOST,
+    "Host evil/x": BAD_HOST,
+    "empty Host": BAD_HOST,
+    "non-ASCII Host": BAD_HOST,
+    "Host <script>": BAD_HOST,
+    "Host 0x7f.1": BAD_HOST,
+    "Host folded (obs-fold)": BAD_HOST,  # unfolded to 'a.example.com evil'
+    "invalid Host, HTTP/1.0": BAD_HOST,
+    "valid Host": Accepted(b"/x", ("x",), host=("app.example.com", 8080)),
+    "valid IPv6 Host": Accepted(b"/x", ("x",), host=("[::1]", 8000)),
+    "absolute-form, the same Host": Accepted(ABSOLUTE, ("x",), host=("good.example.com", None)),
+    "absolute-form, Host with the default port": Accepted(
+        ABSOLUTE, ("x",), host=("good.example.com", 80)
+    ),
+    "absolute-form, another Host": BAD_HOST,
+    "absolute-form, no Host": BAD_HOST,
+    "allowed_hosts: a miss": Rejected("host-not-allowed"),
+    "allowed_hosts: a name below example.com": Accepted(
+        b"/x", ("x",), host=("app.example.com", None)
+    ),
+}
+# httptools and granian hand over only the path of an absolute-form target:
+# what the Host header names is all there is to check, and the handler reads it.
+_HOST_REDUCED: dict[str, Outcome] = {
+    "absolute-form, the same Host": Accepted(b"/x", ("x",), host=("good.example.com", None)),
+    "absolute-form, Host with the default port": Accepted(
+        b"/x", ("x",), host=("good.example.com", 80)
+    ),
+    "absolute-form, another Host": Accepted(b"/x", ("x",), host=("good.example.com", None)),
+}
+# h11 (uvicorn's and hypercorn's parser) refuses a missing or repeated Host itself.
+_HOST_H11: dict[str, Outcome] = {
+    **_HOST_COMMON,
+    **{
+        case: Refused(400)
+        for case in ("no Host", "two Host lines", "the same Host twice", "absolute-form, no Host")
+    },
+}
+
+HOST_SERVERS: dict[str, dict[str, Outcome]] = {
+    "uvicorn-h11": _HOST_H11,
+    "uvicorn-httptools": {
+        **_HOST_COMMON,
+        **_HOST_REDUCED,
+        "Host folded (obs-fold)": Refused(400),
+    },
+    "hypercorn": _HOST_H11,
+    "granian": {
+        **_HOST_COMMON,
+        **_HOST_REDUCED,
+        "Host folded (obs-fold)": Refused(400),
+        # granian gives an HTTP/1.0 request without Host a host header with an
+        # empty value (and http_version "1"): urlguard reads that as no Host,
+        # which HTTP/1.0 allows; an absolute-form target without Host gets
+        # its authority as Host.
+        "absolute-form, no Host": Accepted(b"/x", ("x",), host=("good.example.com", None)),
+    },
+    "daphne": _HOST_COMMON,
+    "gunicorn-sync": {
+        **_HOST_COMMON,
+        **{
+            case: Refused(400)
+            for case in ("two Host lines", "the same Host twice", "Host folded (obs-fold)")
+        },
+    },
+    "waitress": _HOST_COMMON,  # merges two Host lines into 'a, b': urlguard refuses that
+}
+
+# Over HTTP/2 the request names its host in :authority; a host header may
+# come beside it. AUTHORITY: the :authority a client sends for these.
+AUTHORITY = b"h2.example.com"
+HOST_REQUESTS_H2: dict[str, HostRequest] = {
+    ":authority": HostRequest((), authority=b"App.Example.com:8443"),
+    ":authority and the same host": HostRequest((AUTHORITY,), authority=AUTHORITY),
+    ":authority and another host": HostRequest((b"evil.example",), authority=AUTHORITY),
+    "two host headers": HostRequest((b"a.example.com", b"evil.example"), authority=AUTHORITY),
+    "the same host header twice": HostRequest((AUTHORITY, AUTHORITY), authority=AUTHORITY),
+    ":authority a b": HostRequest((), authority=b"a b"),
+    ":authority <script>": HostRequest((), authority=b"<script>"),
+    ":authority 0x7f.1": HostRequest((), authority=b"0x7f.1"),
+    "empty :authority": HostRequest((), authority=b""),
+    "allowed_hosts: a miss": HostRequest((), authority=b"evil.example", listed=True),
+    "allowed_hosts: a name below example.com": HostRequest(
+        (), authority=b"app.example.com", listed=True
+    ),
+}
+_H2_COMMON: dict[str, Outcome] = {
+    ":authority": Accepted(b"/x", ("x",), host=("app.example.com", 8443)),
+    ":authority and the same host": Accepted(b"/x", ("x",), host=(AUTHORITY.decode(), None)),
+    ":authority 0x7f.1": BAD_HOST,
+    "allowed_hosts: a miss": Rejected("host-not-allowed"),
+    "allowed_hosts: a name below example.com": Accepted(
+        b"/x", ("x",), host=("app.example.com", None)
+    ),
+}
+HOST_SERVERS_H2: dict[str, dict[str, Outcome]] = {
+    "hypercorn (h2c)": {
+        **_H2_COMMON,
+        # The h2 library under hypercorn refuses any host header that is not
+        # the only one and the same as :authority: the connection closes.
+        ":authority and another host": Refused("dropped"),
+        "two host headers": Refused("dropped"),
+        "the same host header twice": Refused("dropped"),
+        ":authority a b": BAD_HOST,
+        ":authority <script>": BAD_HOST,
+        "empty :authority": BAD_HOST,
+    },
+    "granian (h2c)": {
+        **_H2_COMMON,
+        # granian drops :authority when a host header comes with it, so the
+        # disagreement never reaches the application: the handler reads the
+        # host header's name, validated.
+        ":authority and another host": Accepted(b"/x", ("x",), host=("evil.example", None)),
+        "two host headers": BAD_HOST,
+        "the same host header twice": Accepted(b"/x", ("x",), host=(AUTHORITY.decode(), None)),
+        ":authority a b": Refused("reset"),
+        ":authority <script>": Refused("reset"),
+        "empty :authority": Refused("reset"),
+    },
+}
+
+
+def test_every_server_has_every_host_case() -> None:
+    for table in HOST_SERVERS.values():
+        assert set(table) == set(HOST_REQUESTS)
+    for table in HOST_SERVERS_H2.values():
+        assert set(table) == set(HOST_REQUESTS_H2)
+
+
+def assert_host_outcome(response: rawhttp.Response, sent: HostRequest, expected: Outcome) -> None:
+    """As :func:`assert_outcome`, with urlguard's rejection judged on the host:
+    the rule, component ``host``, and no hostile host echoed."""
+    if not isinstance(expected, Rejected):
+        assert_outcome(response, sent.target, expected, as_json=True)
+        return
+    assert response.status == 400, (response.status, response.text[:300])
+    assert response.header(b"content-type") == PROBLEM
+    assert response.header(b"content-length") == str(len(response.body)).encode()
+    problem = response.json()
+    assert (problem["status"], problem["rule"], problem["component"]) == (
+        400,
+        expected.rule,
+        "host",
+    )
+    assert problem["detail"].startswith(f"{expected.rule}: ")
+    for value in (*(sent.hosts or ()), sent.authority or b""):
+        if value:
+            assert value not in response.body
+
+
+def _listed(name: str) -> str:
+    """The process running e2e_apps/allowed_hosts.py that stands for ``name``."""
+    return f"{SERVERS[name].process} (allowed_hosts)"
+
+
+@pytest.fixture
+def hosts(servers: Pool) -> Pool:
+    """The pool, with every server the host tables speak to started (at once)."""
+    names = [*HOST_SERVERS, *HOST_SERVERS_H2]
+    servers.start(
+        *dict.fromkeys(p for name in names for p in (SERVERS[name].process, _listed(name)))
+    )
+    return servers
+
+
+@pytest.mark.parametrize(
+    ("name", "case", "expected"),
+    [
+        P(name, case, expected, id=f"{name}-host-{case}")
+        for name, table in HOST_SERVERS.items()
+        for case, expected in table.items()
+    ],
+)
+def test_host(hosts: Pool, name: str, case: str, expected: Outcome) -> None:
+    sent = HOST_REQUESTS[case]
+    port = hosts(_listed(name) if sent.listed else name).port
+    if sent.http10:
+        lines = [b"GET " + sent.target + b" HTTP/1.0"]
+        lines += [b"Host: " + host for host in sent.hosts or ()]
+        lines += [b"Accept: application/json", b"", b""]
+        response = rawhttp.exchange(port, b"\r\n".join(lines))
+    else:
+        response = rawhttp.request(port, sent.target, headers=[JSON], hosts=sent.hosts)
+    assert_host_outcome(response, sent, expected)
+
+
+@pytest.mark.parametrize(
+    ("name", "case", "expected"),
+    [
+        P(name, case, expected, id=f"{name}-host-{case}")
+        for name, table in HOST_SERVERS_H2.items()
+        for case, expected in table.items()
+    ],
+)
+def test_host_http2(hosts: Pool, name: str, case: str, expected: Outcome) -> None:
+    sent = HOST_REQUESTS_H2[case]
+    port = hosts(_listed(name) if sent.listed else name).port
+    headers = [*((b"host", host) for host in sent.hosts or ()), JSON]
+    response = rawh2.request(port, sent.target, headers=headers, authority=sent.authority)
+    assert_host_outcome(response, sent, expected)
+
+
+def test_host_granian_http2_hides_authority(hosts: Pool) -> None:
+    """Behind granian the handler cannot tell that :authority was another
+    name: the application's scope holds only the host header."""
+    port = hosts("granian (h2c)").port
+    response = rawh2.request(
+        port, b"/x", headers=[(b"host", b"evil.example"), JSON], authority=AUTHORITY
+    )
+    data = app_json(response)
+    assert data["server"]["host"] == ["evil.example"]
+    assert data["server"]["http_version"] == "2"
+
+
+# A websocket handshake's host gets the same checks.
+WS_HOST: dict[str, HostRequest] = {
+    "Host a b": _one(b"a b"),
+    "Host <script>": _one(b"<script>"),
+    "no Host": HostRequest(()),
+    "two Host lines": HostRequest((b"a.example.com", b"evil.example")),
+    "valid Host": _one(b"App.example.com:81"),
+}
+_WS_HOST_COMMON: dict[str, Outcome] = {
+    "Host a b": BAD_HOST,
+    "Host <script>": BAD_HOST,
+    "no Host": BAD_HOST,
+    "two Host lines": BAD_HOST,
+    "valid Host": Accepted(b"/ws/x", ("ws", "x"), host=("app.example.com", 81)),
+}
+_WS_SERVER_REFUSES = {"no Host": Refused(400), "two Host lines": Refused(400)}
+WS_HOST_SERVERS: dict[str, dict[str, Outcome]] = {
+    "uvicorn-h11": {**_WS_HOST_COMMON, **_WS_SERVER_REFUSES},
+    "uvicorn-httptools": {**_WS_HOST_COMMON, **_WS_SERVER_REFUSES},
+    "hypercorn": {**_WS_HOST_COMMON, **_WS_SERVER_REFUSES},
+    "granian": _WS_HOST_COMMON,
+    # daphne (autobahn) refuses a handshake without Host itself; two Host
+    # lines reach urlguard joined by ','.
+    "daphne": {**_WS_HOST_COMMON, "no Host": Refused(400)},
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "case", "expected"),
+    [
+        P(name, case, expected, id=f"{name}-websocket host-{case}")
+        for name, table in WS_HOST_SERVERS.items()
+        for case, expected in table.items()
+    ],
+)
+def test_websocket_host(hosts: Pool, name: str, case: str, expected: Outcome) -> None:
+    server = hosts(name)
+    sent = WS_HOST[case]
+    response, echo = handshake(server.port, b"/ws/x", hosts=sent.hosts)
+    match expected:
+        case Accepted(raw, segments, _, _, host):
+            assert response.status == 101
+            assert echo is not None
+            assert (echo["raw"], tuple(echo["segments"])) == (raw.decode(), segments)
+            assert (echo["host"], echo["port"]) == host
+        case Rejected(rule) if SERVERS[name].websocket == "close":
+            # Closed before accept (1008): the server answers the handshake with 403.
+            assert response.status == 403
+            assert f"rule={rule} component=host " in server.output()
+        case Rejected(rule):
+            assert response.status == 400
+            assert response.header(b"content-type") == PLAIN
+            assert response.body.startswith(f"400 Bad Request: {rule}: ".encode())
+            for value in sent.hosts or ():
+                assert value not in response.body
+        case Refused(how):
+            assert_refused(response, how)
 
 
 # --- hostile bytes reach the log escaped, on the servers that let them through ------------

@@ -77,6 +77,9 @@ OnViolation = Callable[[InvalidTarget, Scope], object]
 _DENIAL: Final = "websocket.http.response"
 # The HTTP versions whose target is never absolute-form (HTTP/2, HTTP/3).
 _ORIGIN_FORM_ONLY: Final = ("2", "3")
+# HTTP/1.0, where Host is optional (RFC 9112 §3.2), as servers spell it:
+# granian says "1".
+_HTTP_1_0: Final = ("1.0", "1")
 # RFC 6455 §7.4.1: 1008 "policy violation"; 1011 "unexpected condition".
 _CLOSE_POLICY: Final = 1008
 _CLOSE_SERVER: Final = 1011
@@ -180,8 +183,10 @@ def _host(scope: Scope) -> bytes | None:
     values = [value for name, value in scope.get("headers") or () if name == b"host"]
     if len(values) == 1:
         value = values[0]
+        if not value and scope.get("http_version") in _HTTP_1_0:
+            return None  # granian gives HTTP/1.0 without Host an empty one
     elif not values:
-        return None if scope.get("http_version") == "1.0" else b""
+        return None if scope.get("http_version") in _HTTP_1_0 else b""
     elif scope.get("http_version") in _ORIGIN_FORM_ONLY and len(set(map(bytes, values))) == 1:
         value = values[0]
     else:

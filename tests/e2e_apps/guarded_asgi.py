@@ -6,7 +6,8 @@ Every HTTP request that reaches the application, routed or not (an
 absolute-form target or ``OPTIONS *`` matches no route), gets ``200`` (``405``
 for ``CONNECT``) and JSON: ``segments`` and ``query`` decoded by urlguard, ``raw`` the target
 urlguard read (latin-1, one character per byte; ``null`` when it stored none),
-and what the server put in the scope. ``/ws/...`` is a websocket that sends
+``host`` and ``port`` the request's host as urlguard validated it, and what
+the server put in the scope (its ``host`` headers among them). ``/ws/...`` is a websocket that sends
 the same JSON and closes. ``/files/`` keeps ``%2F`` in segments (a per-route
 policy); everything else uses the strict default.
 """
@@ -42,11 +43,17 @@ def report(conn: HTTPConnection, *, routed: bool) -> dict[str, Any]:
         "segments": None if target is None else list(target.segments),
         "query": None if target is None else [list(pair) for pair in target.query],
         "raw": None if target is None else target.raw.decode("latin-1"),
+        "host": None if target is None else target.host,
+        "port": None if target is None else target.port,
         "server": {
             "path": scope.get("path"),
             "raw_path": None if raw_path is None else raw_path.decode("latin-1"),
             "query_string": scope.get("query_string", b"").decode("latin-1"),
             "root_path": scope.get("root_path", ""),
+            "host": [
+                value.decode("latin-1") for name, value in scope["headers"] if name == b"host"
+            ],
+            "http_version": scope.get("http_version"),
         },
     }
 

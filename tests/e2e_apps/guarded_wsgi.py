@@ -5,8 +5,9 @@
 Every request that reaches the application, routed or not (``OPTIONS *``
 matches no route), gets ``200`` (``405`` for ``CONNECT``) and JSON:
 ``segments`` and ``query`` decoded by urlguard, ``raw`` the target urlguard
-read (latin-1, one character per byte; ``null`` when it stored none), and the
-server's raw-target keys. ``/files/`` keeps ``%2F`` in segments (a per-route
+read (latin-1, one character per byte; ``null`` when it stored none),
+``host`` and ``port`` the request's host as urlguard validated it, and the
+server's raw-target and Host keys. ``/files/`` keeps ``%2F`` in segments (a per-route
 policy); everything else uses the strict default.
 """
 
@@ -41,9 +42,19 @@ def report(*, routed: bool) -> dict[str, Any]:
         "segments": None if target is None else list(target.segments),
         "query": None if target is None else [list(pair) for pair in target.query],
         "raw": None if target is None else target.raw.decode("latin-1"),
+        "host": None if target is None else target.host,
+        "port": None if target is None else target.port,
         "server": {
             key: environ.get(key)
-            for key in ("RAW_URI", "REQUEST_URI", "PATH_INFO", "QUERY_STRING", "SCRIPT_NAME")
+            for key in (
+                "RAW_URI",
+                "REQUEST_URI",
+                "PATH_INFO",
+                "QUERY_STRING",
+                "SCRIPT_NAME",
+                "HTTP_HOST",
+                "SERVER_PROTOCOL",
+            )
         },
     }
 
