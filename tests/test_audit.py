@@ -7,6 +7,7 @@ from __future__ import annotations
 import doctest
 import random
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -15,7 +16,9 @@ from hypothesis import strategies as st
 import urlguard._audit
 from urlguard import InvalidTarget, Policy, parse_target
 from urlguard import _grammar as g
-from urlguard._audit import Auditor, client_of, folds, log_time, shape_of
+from urlguard._audit import MAX_LINE, Auditor, Format, client_of, folds, log_time, shape_of
+from urlguard._host import parse_host
+from urlguard._hosts import AllowedHosts
 
 P = pytest.param
 
@@ -200,3 +203,137 @@ def test_verdicts_by_shape_are_the_verdicts_of_each_request(
     report = auditor.report()
     assert report.unparseable == want.pop("unparseable", 0)
     assert report.rules == {rule: n for rule, n in want.items() if rule != "ok"}
+
+
+# --- Hosts: Apache's vhost_combined ------------------------------------------
+
+TAIL = b' [10/Oct/2024:13:55:36 +0000] "GET / HTTP/1.1" 200 512 "-" "Mozilla/5.0"'
+
+
+def line_of(head: bytes) -> bytes:
+    """A log line with ``head`` as the fields before [time]."""
+    return head + TAIL
+
+
+@pytest.mark.parametrize(
+    ("heads", "fmt"),
+    [
+        P([b"example.com:443 192.0.2.7 - -"], "vhost_combined", id="vhost_combined"),
+        P([b"[2001:db8::1]:443 192.0.2.7 - -"], "vhost_combined", id="an IPv6 ServerName"),
+        P([b"0x7f.1:80 192.0.2.7 - -"], "vhost_combined", id="a bad host is still a host field"),
+        P([b"example.com:443 192.0.2.7 - john smith"], "vhost_combined", id="a user with a space"),
+        P(
+            [b"example.com:443 192.0.2.7 - -", b"- 192.0.2.7 - -"],
+            "vhost_combined",
+            id="half the lines with host:port",
+        ),
+        P([b"192.0.2.7 - -"], "common", id="combined"),
+        P([b"2001:db8::1 - -"], "common", id="combined, an IPv6 client"),
+        P([b"203.0.113.5 192.0.2.7 - -"], "common", id="a forwarded-for address first"),
+        P([b"example.com 192.0.2.7 - -"], "common", id="a name without a port"),
+        P(
+            [b"example.com:443 192.0.2.7 - -", b"192.0.2.7 - -"],
+            "common",
+            id="one line of too few fields",
+        ),
+    ],
+)
+def test_auto_detects_vhost_combined(heads: list[bytes], fmt: str) -> None:
+    auditor = Auditor(Policy())
+    auditor.feed_lines([line_of(head) for head in heads])
+    assert auditor.report().formats == (fmt,)
+
+
+def host_verdicts(heads: list[bytes], allowed: list[str] | None = None) -> dict[str, int]:
+    auditor = Auditor(
+        Policy(),
+        "vhost_combined",
+        allowed_hosts=None if allowed is None else AllowedHosts(allowed, "test"),
+    )
+    auditor.feed_lines([line_of(head) for head in heads])
+    report = auditor.report()
+    assert report.hosts_checked
+    return {**report.rules, "unparseable": report.unparseable}
+
+
+@pytest.mark.parametrize(
+    ("host", "rule"),
+    [
+        P(b"example.com:443", None, id="a name"),
+        P(b"evil_host:80", None, id="underscore"),
+        P(b"0x7f.1:80", "bad-host", id="hex IPv4 number"),
+        P(b"example.com:65536", "bad-host", id="a port past 65535"),
+        P(b"-", "bad-host", id="a dash"),
+        P(b"\\x00:80", "bad-host", id="an escaped NUL"),
+    ],
+)
+def test_host_field_judged_by_the_host_grammar(host: bytes, rule: str | None) -> None:
+    got = host_verdicts([host + b" 192.0.2.7 - -"] * 2)
+    assert got == ({"unparseable": 0} if rule is None else {rule: 2, "unparseable": 0})
+    if rule is not None:
+        with pytest.raises(InvalidTarget) as raised:
+            parse_host(host)
+        assert raised.value.rule == rule  # the grammar the guard uses
+
+
+def test_host_field_against_allowed_hosts() -> None:
+    heads = [b"example.com:443 192.0.2.7 - -", b"www.example.com:443 192.0.2.7 - -"]
+    heads += [b"other.test:443 192.0.2.7 - -", b"0x7f.1:80 192.0.2.7 - -"]
+    assert host_verdicts(heads, ["example.com"]) == {
+        "bad-host": 1,
+        "host-not-allowed": 2,
+        "unparseable": 0,
+    }
+    assert host_verdicts(heads) == {"bad-host": 1, "unparseable": 0}
+
+
+def test_report_says_whether_hosts_were_checked() -> None:
+    auditor = Auditor(Policy())
+    auditor.feed_lines([line_of(b"192.0.2.7 - -")])
+    report = auditor.report()
+    assert (report.formats, report.hosts_checked) == (("common",), False)
+    assert report.as_json()["hosts_checked"] is False
+    auditor.feed_lines([line_of(b"example.com:443 192.0.2.7 - -")])
+    assert auditor.report().hosts_checked is False  # one input without hosts
+    only = Auditor(Policy(), "vhost_combined")
+    only.feed_lines([line_of(b"example.com:443 192.0.2.7 - -")])
+    assert only.report().as_json()["hosts_checked"] is True
+
+
+# --- Progress: lines read ----------------------------------------------------
+
+
+class Recorder:
+    """A progress display that keeps what it was told."""
+
+    def __init__(self) -> None:
+        self.updates: list[int] = []
+        self.closed = False
+
+    def update(self, n: int) -> None:
+        self.updates.append(n)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize("fmt", ["auto", "common", "targets"])
+def test_progress_counts_lines(tmp_path: Path, fmt: Format) -> None:
+    lines = [line_of(b"192.0.2.%d - -" % (n % 250)) for n in range(30_000)]
+    if fmt == "targets":
+        lines = [b"/a/%d" % n for n in range(30_000)]
+    path = tmp_path / "access.log"
+    path.write_bytes(b"\n".join(lines) + b"\n" + b"/" * (MAX_LINE + 1))  # one overlong, no \n
+    made: list[tuple[str, Recorder]] = []
+
+    def factory(name: str) -> Recorder:
+        made.append((name, Recorder()))
+        return made[-1][1]
+
+    auditor = Auditor(Policy(), fmt)
+    auditor.feed_file(str(path), factory)
+    [(name, bar)] = made
+    assert name == str(path)
+    assert bar.closed
+    assert len(bar.updates) > 1  # as it reads, a chunk at a time
+    assert sum(bar.updates) == auditor.report().lines == 30_001

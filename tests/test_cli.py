@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import gzip
+import io
 import json
 import os
 import pty
@@ -25,6 +26,7 @@ from typing import NamedTuple
 
 import pytest
 
+import urlguard.cli
 from urlguard import RULES, Policy, parse_target
 from urlguard._audit import CHUNK, MAX_LINE
 from urlguard.cli import main
@@ -1003,6 +1005,277 @@ def test_audit_binary_stdin() -> None:
     assert b"<stdin>" in done.stderr
 
 
+# --- audit: hosts (Apache vhost_combined) -------------------------------------------------------
+
+
+def vhost(host: bytes, request: bytes = b"GET / HTTP/1.1", n: int = 0, status: int = 200) -> bytes:
+    """A line of Apache's vhost_combined: "%v:%p %h %l %u %t \"%r\" %>s %O ..."."""
+    return host + b" " + combined(request, n).replace(b" 200 512 ", b" %d 512 " % status, 1)
+
+
+# The logged %v:%p field, as Apache writes it (escaped), and the verdict of
+# the host grammar with no allow-list.
+VHOSTS: list[tuple[bytes, str]] = [
+    (b"example.com:443", "ok"),
+    (b"www.example.com:80", "ok"),
+    (b"EXAMPLE.com.:80", "ok"),  # any case, one trailing dot
+    (b"192.0.2.10:8080", "ok"),
+    (b"[2001:db8::1]:443", "ok"),
+    (b"xn--caf-dma.example:443", "ok"),
+    (b"evil_host:80", "ok"),  # '_' is a letter to the grammar (RFC 2181 section 11)
+    (b"example.com", "ok"),  # no port: Apache always logs one, the grammar needs none
+    (b"0x7f.1:80", "bad-host"),  # a WHATWG parser reads 127.0.0.1
+    (b"0177.0.0.1:80", "bad-host"),
+    (b"2130706433:80", "bad-host"),
+    (b"256.0.0.1:80", "bad-host"),
+    (b"example.com:65535", "ok"),
+    (b"example.com:65536", "bad-host"),  # a port past 65535
+    (b"example.com:99999", "bad-host"),
+    (b"example.com:080", "bad-host"),  # a leading zero
+    (b"example.com:", "bad-host"),  # an empty port
+    (b":80", "bad-host"),
+    (b"-", "bad-host"),  # a first field that is no host at all
+    (b"[0::0::0]:80", "bad-host"),
+    (b"[fe80::1%25eth0]:80", "bad-host"),  # no zone identifier
+    (b"ex%41mple.com:80", "bad-host"),  # no escapes
+    (b"a\\x01b:80", "bad-host"),  # Apache's escape of a control byte
+    (b"caf\\xC3\\xA9.example:80", "bad-host"),  # Apache's escape of UTF-8: not an A-label
+    (b"user@example.com:80", "bad-host"),
+    (b"-example.com:80", "bad-host"),
+]
+
+
+@pytest.mark.parametrize("fmt", ["auto", "vhost_combined"])
+def test_audit_checks_the_logged_host(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, fmt: str
+) -> None:
+    path = tmp_path / "access.log"
+    path.write_bytes(log([vhost(host, n=n) for n, (host, _) in enumerate(VHOSTS)]))
+    code, result = audit_json(capsys, "--format", fmt, str(path))
+    assert code == 1
+    assert totals(result) == expected([verdict for _, verdict in VHOSTS])
+    assert result["formats"] == ["vhost_combined"]
+    assert result["hosts_checked"] is True
+    assert result["examples"] == {"bad-host": ["0x7f.1:80", "0177.0.0.1:80", "2130706433:80"]}
+
+
+@pytest.mark.parametrize(("host", "verdict"), [P(h, v, id=h.decode()) for h, v in VHOSTS])
+def test_audit_host_truth_table(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, host: bytes, verdict: str
+) -> None:
+    path = tmp_path / "access.log"
+    path.write_bytes(log([vhost(host)]))
+    code, result = audit_json(capsys, "--format", "vhost_combined", str(path))
+    assert totals(result) == expected([verdict])
+    assert code == (0 if verdict == "ok" else 1)
+    if verdict != "ok":
+        shown = host.decode("ascii").replace("\\", "\\\\")  # display() doubles a backslash
+        assert result["examples"] == {verdict: [shown]}
+
+
+@pytest.mark.parametrize(
+    ("line", "verdict"),
+    [
+        # The field ends at the first space: the host is "a", and "b:80"
+        # one of the fields before [time] (%u may hold spaces).
+        P(vhost(b"a b:80"), "ok", id="a space ends the host field"),
+        # A quote (Apache writes \") cannot be in the field: not this format.
+        P(vhost(b'a\\"b:80'), "unparseable", id="an escaped quote in the host field"),
+        # Too few fields before [time]: a combined line, not a vhost_combined one.
+        P(combined(b"GET / HTTP/1.1"), "unparseable", id="a combined line"),
+        P(vhost(b"0x7f.1:80", b"-"), "unparseable", id="a bad host without a request"),
+        P(vhost(b"example.com:443", b"-"), "unparseable", id="a host without a request"),
+        # The guard checks the host first: one line, one rule.
+        P(vhost(b"0x7f.1:80", b"GET /a%2Fb HTTP/1.1"), "bad-host", id="bad host and target"),
+        P(vhost(b"example.com:443", b"GET /a%2Fb HTTP/1.1"), "encoded-slash", id="bad target"),
+        P(vhost(b"example.com:443", b"OPTIONS * HTTP/1.1"), "ok", id="OPTIONS *"),
+    ],
+)
+def test_audit_vhost_lines(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, line: bytes, verdict: str
+) -> None:
+    path = tmp_path / "access.log"
+    path.write_bytes(log([line, vhost(b"example.com:443")]))
+    code, result = audit_json(capsys, "--format", "vhost_combined", str(path))
+    assert totals(result) == expected([verdict, "ok"])
+    assert code == (0 if verdict in ("ok", "unparseable") else 1)
+
+
+def test_audit_no_line_in_vhost_combined_format(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "access.log"
+    path.write_bytes(log([combined(b"GET / HTTP/1.1")] * 3))
+    code, out, err = run(capsys, "audit", "--format", "vhost_combined", str(path))
+    assert (code, out) == (2, "")
+    assert_one_line_error(err)
+    assert "no line is in the vhost_combined log format ('%v:%p %h %l %u' and" in err
+
+
+ALLOWED = [
+    P(b"example.com:443", "ok", id="an exact name"),
+    P(b"EXAMPLE.COM.:8443", "ok", id="any case, a trailing dot, any port"),
+    P(b"api.example.org:443", "ok", id="a subdomain of a wildcard"),
+    P(b"example.org:443", "host-not-allowed", id="the wildcard's own name"),
+    P(b"other.test:443", "host-not-allowed", id="an allow-list miss"),
+    P(b"evil_host:80", "host-not-allowed", id="a valid name outside the list"),
+    P(b"0x7f.1:80", "bad-host", id="the grammar first"),
+    P(b"example.com:99999", "bad-host", id="a bad port of an allowed name"),
+]
+
+
+@pytest.mark.parametrize(("host", "verdict"), ALLOWED)
+def test_audit_allowed_hosts_from_the_config(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, host: bytes, verdict: str
+) -> None:
+    config = tmp_path / "urlguard.toml"
+    config.write_text('allowed_hosts = ["example.com", "*.example.org"]\n')
+    path = tmp_path / "access.log"
+    path.write_bytes(log([vhost(host, b"GET /a%2Fb HTTP/1.1"), vhost(b"example.com:443")]))
+    code, result = audit_json(capsys, "--config", str(config), str(path))
+    want = "encoded-slash" if verdict == "ok" else verdict
+    assert totals(result) == expected([want, "ok"])
+    assert code == 1
+
+
+def test_audit_allowed_hosts_apply_to_logged_hosts_only(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "urlguard.toml"
+    config.write_text('allowed_hosts = ["example.com"]\n')
+    path = tmp_path / "access.log"
+    path.write_bytes(log([combined(b"GET / HTTP/1.1")] * 2))
+    code, result = audit_json(capsys, "--config", str(config), str(path))
+    assert code == 0
+    assert totals(result) == expected(["ok", "ok"])
+    assert result["hosts_checked"] is False
+
+
+@pytest.mark.parametrize(
+    ("make", "fmt", "shown"),
+    [
+        P(combined, "auto", "combined", id="combined, auto"),
+        P(combined, "combined", "combined", id="combined"),
+        P(common, "common", "common", id="common"),
+    ],
+)
+def test_audit_says_when_the_format_logs_no_host(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    make: Callable[[bytes, int], bytes],
+    fmt: str,
+    shown: str,
+) -> None:
+    path = tmp_path / "access.log"
+    path.write_bytes(log([make(b"GET /a%2Fb HTTP/1.1", 0), make(b"GET / HTTP/1.1", 1)]))
+    code, out, err = run(capsys, "audit", "--format", fmt, str(path))
+    assert (code, err) == (1, "")
+    hosts = [line for line in out.splitlines() if line.startswith("hosts ")]
+    assert hosts == [f"hosts        not in this log format ({shown}), not checked"]
+    code, result = audit_json(capsys, "--format", fmt, str(path))
+    assert result["hosts_checked"] is False
+    assert result["formats"] == [shown]
+    # The pinned fields are those of any audit.
+    assert (result["lines"], result["rejected"], result["rules"]) == (2, 1, {"encoded-slash": 1})
+
+
+def test_audit_targets_log_no_host(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "targets.txt"
+    path.write_bytes(b"/a\n/b%2Fc\n")
+    code, out, _ = run(capsys, "audit", str(path))
+    assert code == 1
+    assert "hosts        not in this log format (targets), not checked" in out.splitlines()
+
+
+def test_audit_text_report_of_hosts(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    hosts = tmp_path / "vhosts.log"
+    hosts.write_bytes(log([vhost(b"0x7f.1:80"), vhost(b"example.com:443")]))
+    code, out, _ = run(capsys, "audit", str(hosts))
+    assert code == 1
+    lines = out.splitlines()
+    assert "hosts        checked (the logged %v:%p)" in lines
+    rule = next(n for n, line in enumerate(lines) if line.startswith("bad-host "))
+    assert lines[rule + 1] == "    0x7f.1:80"
+    plain = tmp_path / "access.log"
+    plain.write_bytes(log([combined(b"GET / HTTP/1.1")]))
+    code, out, _ = run(capsys, "audit", str(hosts), str(plain))
+    assert (
+        "hosts        checked in vhost_combined input only; not in combined, not checked"
+        in out.splitlines()
+    )
+    code, result = audit_json(capsys, str(hosts), str(plain))
+    assert result["formats"] == ["combined", "vhost_combined"]
+    assert result["hosts_checked"] is False
+
+
+def _served_log(make: Callable[[bytes, int], bytes]) -> bytes:
+    """Requests a site answered 200 under /files/ with an encoded slash,
+    from many clients, and some it served to everyone."""
+    lines = [make(b"GET /files/a%2Fb HTTP/1.1", n) for n in range(30)]
+    lines += [make(b"GET /about HTTP/1.1", n) for n in range(5)]
+    return log(lines)
+
+
+def test_audit_suggest_on_vhost_combined(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    plain, hosts = tmp_path / "access.log", tmp_path / "vhosts.log"
+    plain.write_bytes(_served_log(combined))
+    hosts.write_bytes(_served_log(lambda request, n: vhost(b"example.com:443", request, n)))
+    options = ["--suggest", "--min-hours", "0", "--json"]
+    code, before = audit_json(capsys, *options, str(plain))
+    assert code == 0
+    code, after = audit_json(capsys, *options, str(hosts))
+    assert code == 0
+    # The path part as before: the same change, on the same evidence.
+    assert after["suggestion"] == before["suggestion"]
+    assert after["host_stopped"] == before["host_stopped"] == {}
+    assert "encoded_slash" in json.dumps(after["suggestion"])
+
+
+def without_lines(suggestion: object) -> dict[str, object]:
+    assert isinstance(suggestion, dict)
+    toml = [line for line in suggestion["toml"].splitlines() if not line.startswith("# Lines")]
+    return {**suggestion, "toml": toml, "lines": None}
+
+
+def test_audit_suggest_never_loosens_the_host(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "urlguard.toml"
+    config.write_text('allowed_hosts = ["example.com"]\n')
+    good = _served_log(lambda request, n: vhost(b"example.com:443", request, n))
+    bad = [vhost(b"0x7f.1:80", b"GET /files/a%2Fb HTTP/1.1", n) for n in range(25)]
+    bad += [vhost(b"other.test:443", b"GET /about HTTP/1.1", n) for n in range(7)]
+    bad += [vhost(b"other.test:443", b"GET /about HTTP/1.1", n, status=404) for n in range(3)]
+    path = tmp_path / "vhosts.log"
+    path.write_bytes(good + log(bad))
+    clean = tmp_path / "clean.log"
+    clean.write_bytes(good)
+    options = ["--suggest", "--min-hours", "0", "--config", str(config)]
+    _, alone = audit_json(capsys, *options, "--json", str(clean))
+    code, result = audit_json(capsys, *options, "--json", str(path))
+    assert code == 1  # served requests stay rejected, for their host
+    assert result["host_stopped"] == {"bad-host": 25, "host-not-allowed": 7}
+    assert result["rules"] == {"bad-host": 25, "host-not-allowed": 10, "encoded-slash": 30}
+    # A refused host is no evidence for the path: the same suggestion, but
+    # for the lines read.
+    assert without_lines(result["suggestion"]) == without_lines(alone["suggestion"])
+    code, out, err = run(capsys, "audit", *options, str(path))
+    assert (code, err) == (1, "")
+    assert out.splitlines()[-2:] == [
+        "# Never loosened: 32 requests answered 2xx/3xx name a host the guard refuses "
+        "(bad-host 25, host-not-allowed 7).",
+        "# No setting above admits them: fix the server's names or allowed_hosts.",
+    ]
+    written = tmp_path / "suggested.toml"
+    code, out, _ = run(capsys, "audit", *options, "--write", str(written), str(path))
+    assert code == 1
+    assert "stopped                25  bad-host: the logged host (never loosened)" in out
+    assert "    0x7f.1:80" in out.splitlines()
+    assert written.read_text().endswith("fix the server's names or allowed_hosts.\n")
+
+
 # --- audit: progress on a terminal ---------------------------------------------------------------
 
 
@@ -1029,7 +1302,7 @@ def test_audit_progress(stderr_is_tty: bool, block_tqdm: bool, shown: bool) -> N
         # A terminal 80 columns wide (a fresh pty has none, and tqdm draws nothing).
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     with subprocess.Popen(
-        [sys.executable, "-c", code, "audit", "--json", "-"],
+        [sys.executable, "-c", code, "audit", "-"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=slave if stderr_is_tty else subprocess.PIPE,
@@ -1061,11 +1334,115 @@ def test_audit_progress(stderr_is_tty: bool, block_tqdm: bool, shown: bool) -> N
                 reader.join(timeout=10)
                 os.close(master)
     err = b"".join(chunks)
-    assert totals(json.loads(out)) == want
+    assert f"lines        {want['lines']:>12,}".encode() in out  # the report, on stdout
     assert b"Traceback" not in err
     assert (b"<stdin>" in err) is shown
-    if not shown:
+    if shown:
+        # Lines, never bytes; the last state is left on its own line.
+        last = err.replace(b"\r\n", b"\n").rstrip(b"\n").split(b"\n")[-1].split(b"\r")[-1]
+        assert last.startswith(f"<stdin>: {want['lines']} lines [".encode())
+        assert b"lines/s]" in last
+        assert b"B/s" not in err
+        assert b"MB" not in err
+    else:
         assert err == b""
+
+
+class FakeTerminal(io.StringIO):
+    """A stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+class NotATerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return False
+
+
+def audit_on(
+    monkeypatch: pytest.MonkeyPatch, stderr: io.StringIO, *argv: str
+) -> tuple[int, str, str]:
+    """``audit`` in process with stdout and stderr as given, the progress
+    shown from the start (no delay): stdout and stderr are one stream when
+    ``stderr`` is a terminal, as on a screen."""
+    stdout = stderr if stderr.isatty() else io.StringIO()
+    monkeypatch.setattr(urlguard.cli, "_PROGRESS_DELAY", 0)
+    monkeypatch.setattr(sys, "stdout", stdout)
+    monkeypatch.setattr(sys, "stderr", stderr)
+    code = main(["audit", *argv])
+    return code, stdout.getvalue(), stderr.getvalue()
+
+
+def test_audit_progress_counts_lines_and_leaves_the_summary(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "access.log"
+    data, want = _mixed_log()
+    path.write_bytes(data * 100)
+    lines = 100 * int(str(want["lines"]))
+    code, screen, _ = audit_on(monkeypatch, FakeTerminal(), str(path))
+    assert code == 1
+    shown = display_name(path)
+    bar, report = screen.split("\npolicy ", 1)
+    # Every state of the counter is one line rewritten in place (\r); the
+    # last one stays, ended by a line break, and the report follows it.
+    states = bar.split("\r")
+    assert states[0] == ""
+    assert all(state.startswith(f"{shown}: ") for state in states[1:])
+    assert states[-1].startswith(f"{shown}: {lines:,} lines [")
+    assert states[-1].endswith("lines/s]")
+    assert f"lines        {lines:>12,}" in report
+    assert "hosts        not in this log format (combined), not checked" in report
+    for unit in ("B/s", "kB", "MB", "%"):
+        assert unit not in bar
+
+
+def display_name(path: Path) -> str:
+    name = str(path)
+    return name if len(name) <= 40 else "..." + name[-37:]
+
+
+def test_audit_progress_one_line_per_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    first, second = tmp_path / "a.log", tmp_path / "b.log"
+    first.write_bytes(log([combined(b"GET / HTTP/1.1")] * 3))
+    second.write_bytes(log([combined(b"GET /a%2Fb HTTP/1.1")] * 5))
+    code, screen, _ = audit_on(monkeypatch, FakeTerminal(), str(first), str(second))
+    assert code == 1
+    kept = [line.split("\r")[-1] for line in screen.split("\npolicy ")[0].split("\n")]
+    assert [line.split(" [")[0] for line in kept] == [
+        f"{display_name(first)}: 3 lines",
+        f"{display_name(second)}: 5 lines",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("stream", "argv"),
+    [
+        P(FakeTerminal, ["--json"], id="terminal, --json: no progress"),
+        P(FakeTerminal, ["--json", "--suggest"], id="terminal, --json --suggest: no progress"),
+        P(NotATerminal, [], id="not a terminal: no progress"),
+        P(NotATerminal, ["--json"], id="not a terminal, --json: no progress"),
+    ],
+)
+def test_audit_no_progress(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    stream: Callable[[], io.StringIO],
+    argv: list[str],
+) -> None:
+    path = tmp_path / "access.log"
+    data, want = _mixed_log()
+    path.write_bytes(data)
+    code, out, err = audit_on(monkeypatch, stream(), *argv, str(path))
+    assert code == 1
+    if "--json" in argv:
+        assert totals(json.loads(out)) == want  # nothing but the object on stdout
+    else:
+        assert out.startswith("policy ")
+        assert err == ""
+    assert "lines [" not in out + err
+    assert "\r" not in out + err
 
 
 def _drain(fd: int, chunks: list[bytes]) -> None:

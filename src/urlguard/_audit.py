@@ -42,13 +42,16 @@ from itertools import compress
 from typing import IO, Final, Literal, Protocol, TypeVar
 
 from ._errors import RULES, InvalidTarget
+from ._hosts import AllowedHosts, HostCheck
 from ._parser import parse_target
 from ._policy import Policy
 from ._routes import RouteTable, is_server_wide_options
 
-Format = Literal["auto", "combined", "common", "targets"]
+Format = Literal["auto", "combined", "common", "vhost_combined", "targets"]
 K = TypeVar("K")
-FORMATS: Final[tuple[str, ...]] = ("auto", "combined", "common", "targets")
+FORMATS: Final[tuple[str, ...]] = ("auto", "combined", "common", "vhost_combined", "targets")
+#: The formats whose lines name the host the request was for.
+HOST_FORMATS: Final = frozenset(("vhost_combined",))
 
 #: Verdicts besides the rule codes. Neither can be mistaken for a rule code.
 OK: Final = "ok"
@@ -111,6 +114,39 @@ _STATUS_PREFIX: Final = (
 _STATUS_SUFFIX: Final = len(b'" 200')
 _COMMON_STATUS: Final = re.compile(_STATUS_PREFIX + _LINE_END, re.MULTILINE)
 _COMBINED_STATUS: Final = re.compile(_STATUS_PREFIX + _COMBINED_END, re.MULTILINE)
+
+# Apache's vhost_combined:
+#     LogFormat "%v:%p %h %l %u %t \"%r\" %>s %O \"%{Referer}i\" \"%{User-Agent}i\""
+# The first field is the virtual host's name and port, then the three fields
+# of the common format (%u may hold spaces: Apache escapes only quotes,
+# backslashes and controls), so at least four space-separated fields come
+# before [time]. The first field is what the host grammar judges; the rest
+# of the line is a combined line. The host field ends at the first space:
+# a name with a space cannot be logged as one field, and a line whose fields
+# are too few is not in this format (unparseable), whatever its first field.
+_FIELD: Final = rb'[^ "\[' + _CTL + rb"]+"
+_HOST_FIELD: Final = rb'[^ "' + _CTL + rb"]+"  # "[::1]:443" too
+_VHOST_HEAD: Final = b"(" + _HOST_FIELD + b") ((?:" + _FIELD + b" ){3,})"
+_VHOST: Final = re.compile(
+    b"^(" + _HOST_FIELD + b") (?:" + _FIELD + rb" ){3,}\[" + _TIME_FIELD + rb"\] "
+    + _QUOTED + rb" [0-9]{3} (?:[0-9]+|-)" + _COMBINED_END,
+    re.MULTILINE,
+)  # fmt: skip
+# For --suggest: the host field, the other fields before [time], the time,
+# and the request field with its status (as in _STATUS_PREFIX).
+_VHOST_STATUS: Final = re.compile(
+    b"^" + _VHOST_HEAD + rb"\[(" + _TIME_FIELD + rb')\] "(' + _IN_QUOTES
+    + rb'" [0-9]{3}) (?:[0-9]+|-)' + _COMBINED_END,
+    re.MULTILINE,
+)  # fmt: skip
+# --format auto reads a log as vhost_combined when its log lines are all
+# vhost_combined lines (four fields or more before [time]) and at least
+# half of them start with what %v:%p writes: a name, an IPv4 address or an
+# [IPv6] literal, ':' and a port (whether the host is valid is the audit's
+# question, not the detection's). A client address (%h) in the first
+# field is never that: an IPv4 address has no ':' and an IPv6 one has
+# several and no brackets.
+_VHOST_FIELD: Final = re.compile(rb"(?:\[[^ \]]*\]|[^ :\[\]]+):[0-9]+")
 
 # The [time] field, %t: "10/Oct/2000:13:55:36 -0700" (Apache and nginx).
 _TIME: Final = re.compile(
@@ -303,7 +339,8 @@ class Report:
     counts parsed lines whose target would be rejected, ``rules`` splits it
     per rule code, ``examples`` holds up to three distinct escaped targets
     per rule, ``unparseable_examples`` up to three escaped lines (or request
-    fields) that did not parse."""
+    fields) that did not parse. A line whose host is refused (bad-host,
+    host-not-allowed) counts under that rule, its host field as the example."""
 
     lines: int
     parsed: int
@@ -312,6 +349,11 @@ class Report:
     rules: dict[str, int]
     examples: dict[str, list[str]]
     unparseable_examples: list[str] = dataclasses.field(default_factory=list)
+    #: The formats the inputs were read in, and whether each of them names
+    #: the host (Apache's vhost_combined) so that every line's host was
+    #: checked. ``False`` when any input's format carries no host.
+    formats: tuple[str, ...] = ()
+    hosts_checked: bool = False
 
     def share(self, rule: str) -> float:
         """The fraction of parsed lines rejected under ``rule``."""
@@ -329,6 +371,8 @@ class Report:
             "share": {rule: round(self.share(rule), 6) for rule in self.rules},
             "examples": {rule: list(found) for rule, found in self.examples.items()},
             "unparseable_examples": list(self.unparseable_examples),
+            "formats": list(self.formats),
+            "hosts_checked": self.hosts_checked,
         }
 
 
@@ -340,7 +384,9 @@ class Progress(Protocol):
     def close(self) -> None: ...
 
 
-ProgressFactory = Callable[[str, int | None], Progress]
+#: Makes the progress display of one input, given its name for display;
+#: ``update`` is called with the number of lines read since the last call.
+ProgressFactory = Callable[[str], Progress]
 
 
 class Observer(Protocol):
@@ -375,19 +421,33 @@ class Auditor:
     """Counts, over any number of inputs, the verdicts of ``parse_target``
     under one policy, or under per-route policies chosen as the middleware
     chooses them (a :class:`RouteTable`). Feed it files (:meth:`feed_file`)
-    or lines (:meth:`feed_lines`); read the totals with :meth:`report`."""
+    or lines (:meth:`feed_lines`); read the totals with :meth:`report`.
+
+    Where the format names the host (``vhost_combined``), the host is
+    judged first, as the guard judges it: the host grammar, then
+    ``allowed_hosts`` when given."""
 
     def __init__(
         self,
         policy: Policy | RouteTable,
         fmt: Format = "auto",
         observer: Observer | None = None,
+        allowed_hosts: AllowedHosts | None = None,
     ) -> None:
         if fmt not in FORMATS:
             raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
         self._routes = policy if isinstance(policy, RouteTable) else RouteTable(policy, [])
         self._format: Format = fmt
         self._observer = observer
+        self._hosts = HostCheck(allowed_hosts)
+        # Verdicts per logged host field (OK or a host rule), bounded.
+        self._host_cache: dict[bytes, str] = {}
+        # The formats the inputs were read in.
+        self._formats: set[str] = set()
+        self._combined = False  # the last file detected as common holds combined lines
+        #: With an observer: requests answered 2xx/3xx that are refused for
+        #: their host, per rule. They are never shown to the observer.
+        self.host_stops: Counter[str] = Counter()
         # Verdicts per shape and policy (see shape_of), and whether a policy
         # of the table lets shapes decide (by id: the table keeps them alive).
         self._shapes: dict[tuple[int, bytes], str] = {}
@@ -416,7 +476,7 @@ class Auditor:
         :class:`AuditError` for a file that cannot be read or is not a log."""
         shown = "<stdin>" if name == "-" else display(os.fsencode(name), limit=200)
         with _open(name, shown) as source:
-            bar = progress(shown, source.size) if progress is not None else None
+            bar = progress(shown) if progress is not None else None
             try:
                 self._feed_source(source, shown, bar)
             finally:
@@ -429,6 +489,7 @@ class Auditor:
         batch = list(lines)
         if chosen == "auto":
             chosen = self._detect(batch, "input") if any(map(bytes.strip, batch)) else "targets"
+        self._formats.add(chosen)
         self._scan(b"".join(line + b"\n" for line in batch), chosen)
 
     def report(self) -> Report:
@@ -444,6 +505,8 @@ class Auditor:
             rules=rules,
             examples={rule: list(self._examples[rule]) for rule in rules},
             unparseable_examples=list(self._unparseable_examples),
+            formats=tuple(sorted(self._formats)),
+            hosts_checked=bool(self._formats) and self._formats <= HOST_FORMATS,
         )
 
     # -- reading ---------------------------------------------------------------
@@ -454,7 +517,9 @@ class Auditor:
         sampled = 0  # non-blank lines in the sample
         matched_before = self._matched
         text_seen = False
-        for body in source.batches(bar):
+        for body in source.batches():
+            if bar is not None:
+                bar.update(body.count(b"\n"))
             if not text_seen and body.strip():
                 text_seen = True
             if fmt == "auto":
@@ -469,26 +534,38 @@ class Auditor:
             body = b"".join(sample)
             fmt = self._detect(body.split(b"\n"), shown) if sampled else "targets"
             self._scan(body, fmt)
+        # Combined lines are scanned as common ones (the fields after the
+        # status are not used); the report names the format they are in.
+        self._formats.add("combined" if fmt == "common" and self._combined else fmt)
         # Overlong lines were dropped while reading: each is one unparseable line.
         self._tally[UNPARSEABLE] += source.overlong
+        if bar is not None and source.overlong:
+            bar.update(source.overlong)
         if source.overlong:
             self._unparseable(f"(a line longer than {MAX_LINE:,} bytes, skipped)")
-        if fmt in ("common", "combined") and text_seen and self._matched == matched_before:
+        if fmt != "targets" and text_seen and self._matched == matched_before:
+            fields = "'%v:%p %h %l %u' and " if fmt == "vhost_combined" else ""
             raise AuditError(
                 f"{shown}: no line is in the {fmt} log format "
-                "(a request line in quotes after the [time] field); see --format"
+                f"({fields}a request line in quotes after the [time] field); see --format"
             )
 
     def _detect(self, sample: list[bytes], shown: str) -> Format:
         lines = [line for line in sample if line.strip()][:SAMPLE]
-        if any(_COMMON.match(line) for line in lines):
+        logged = [line for line in lines if _COMMON.match(line) or _VHOST.match(line)]
+        if logged:
+            if all(_VHOST.match(line) for line in logged) and 2 * sum(
+                1 for line in logged if _VHOST_FIELD.fullmatch(line[: line.find(b" ")])
+            ) >= len(logged):
+                return "vhost_combined"
+            self._combined = all(_COMBINED.match(line) for line in logged)
             return "common"  # combined lines are common lines with more after
         if any(_LOOKS_LIKE_TARGET.match(line) for line in lines):
             return "targets"
         if any(0 in line for line in lines):
             raise AuditError(f"{shown}: binary data (NUL bytes in its first lines): not a text log")
         raise AuditError(
-            f"{shown}: not an access log (combined or common format) nor a list of "
+            f"{shown}: not an access log (combined, common or vhost_combined format) nor a list of "
             "targets starting with '/' or http(s)://; see --format"
         )
 
@@ -506,6 +583,9 @@ class Auditor:
             if self._observer is not None:
                 self._observe_lines(counts, self._observer)
             return
+        if fmt == "vhost_combined":
+            self._scan_vhost(body)
+            return
         if self._observer is not None:
             pattern = _COMBINED_STATUS if fmt == "combined" else _COMMON_STATUS
             found: list[tuple[bytes, bytes, bytes]] = pattern.findall(body)
@@ -517,6 +597,85 @@ class Auditor:
         fields: list[bytes] = pattern.findall(body)
         self._note_unparseable(body, len(fields), pattern)
         self._count(Counter(fields), self._log_cache, self._judge_request)
+
+    def _scan_vhost(self, body: bytes) -> None:
+        """:meth:`_scan` for lines that name their host: each distinct host
+        field is judged once, and each distinct (host, request) pair counted
+        under the host's rule when the host is refused, else under the
+        request's verdict (the guard checks the host before the target)."""
+        observer = self._observer
+        if observer is None:
+            pairs: list[tuple[bytes, bytes]] = _VHOST.findall(body)
+            self._note_unparseable(body, len(pairs), _VHOST)
+            self._count_hosts(Counter(pairs))
+            return
+        found: list[tuple[bytes, bytes, bytes, bytes]] = _VHOST_STATUS.findall(body)
+        self._note_unparseable(body, len(found), _VHOST_STATUS)
+        if not found:
+            return
+        # Lines of a refused host are counted here and never shown to the
+        # observer as evidence: no setting of the policy admits them, and
+        # the target of such a request says nothing about what the site
+        # served. The others go on as lines of a combined log.
+        judge_host = self._judge_host
+        kept: list[tuple[bytes, bytes, bytes]] = []
+        refused: Counter[tuple[bytes, bytes]] = Counter()
+        for host, head, when, key in found:
+            if judge_host(host) == OK:
+                kept.append((head, when, key))
+            else:
+                refused[host, key] += 1
+        if refused:
+            requests: Counter[tuple[bytes, bytes]] = Counter()
+            stops = self.host_stops
+            for (host, key), count in refused.items():
+                field = key[:-_STATUS_SUFFIX]
+                requests[host, field] += count
+                if b"200" <= key[-3:] < b"400" and _target_of(field) is not None:
+                    stops[judge_host(host)] += count
+            self._count_hosts(requests)
+        if kept:
+            self._count_observed(kept, observer)
+
+    def _count_hosts(self, pairs: Counter[tuple[bytes, bytes]]) -> None:
+        tally = self._tally
+        judge_host = self._judge_host
+        cached = self._log_cache.get
+        for (host, field), count in pairs.items():
+            verdict = judge_host(host)
+            if verdict == OK:
+                verdict = cached(field) or self._judge_request(field)
+            elif _target_of(field) is None:
+                verdict = UNPARSEABLE  # no request line: not a request at all
+                self._unparseable(display(field, LINE_EXAMPLE))
+            else:
+                self._example(verdict, host)
+            tally[verdict] += count
+
+    def _judge_host(self, raw: bytes) -> str:
+        """OK, ``bad-host`` or ``host-not-allowed`` for a logged ``%v:%p``.
+        The field is judged as Apache wrote it: Apache escapes a quote, a
+        backslash, a control or a byte past ASCII as ``\\xHH``, none of
+        which a valid host holds, so the backslash is refused as the byte
+        itself would be."""
+        verdict = self._host_cache.get(raw)
+        if verdict is None:
+            try:
+                self._hosts.judge(raw)
+            except InvalidTarget as error:
+                verdict = error.rule
+            else:
+                verdict = OK
+            _remember(self._host_cache, raw, verdict)
+        return verdict
+
+    def _example(self, rule: str, raw: bytes) -> None:
+        """Keep ``raw`` (a target, or a host field) as an example of ``rule``."""
+        found = self._examples.setdefault(rule, [])
+        if len(found) < EXAMPLES:
+            shown = display(raw)
+            if shown not in found:
+                found.append(shown)
 
     def _note_unparseable(self, body: bytes, matched: int, pattern: re.Pattern[bytes]) -> None:
         self._matched += matched
@@ -673,11 +832,7 @@ class Auditor:
         rule, the target for the observer."""
         if verdict in (OK, UNPARSEABLE):
             return
-        found = self._examples.setdefault(verdict, [])
-        if len(found) < EXAMPLES:
-            shown = display(target)
-            if shown not in found:
-                found.append(shown)
+        self._example(verdict, target)
         if self._observer is not None:
             self._found(field, target, shape)
 
@@ -709,11 +864,7 @@ class Auditor:
             if key is not None:
                 _remember(self._shapes, key, rule)
         if rule != OK:
-            found = self._examples.setdefault(rule, [])
-            if len(found) < EXAMPLES:
-                shown = display(target)
-                if shown not in found:
-                    found.append(shown)
+            self._example(rule, target)
         return rule
 
     def _shape_key(self, target: bytes, policy: Policy) -> tuple[int, bytes] | None:
@@ -758,14 +909,11 @@ class _Source:
         self.shown = shown
         self._raw = raw
         self._owned = owned
-        self.size: int | None = None
         self._seekable = False
         try:
-            if raw.seekable():
-                self.size = os.fstat(raw.fileno()).st_size
-                self._seekable = True
+            self._seekable = raw.seekable()
         except (OSError, ValueError, io.UnsupportedOperation):
-            self.size = None
+            self._seekable = False
         head = _peek(raw, 2)
         self.gzip = head == b"\x1f\x8b"  # RFC 1952 §2.3.1: ID1 ID2
         self._gzip_file = gzip.GzipFile(fileobj=raw, mode="rb") if self.gzip else None
@@ -781,7 +929,7 @@ class _Source:
         if self._owned:
             self._raw.close()
 
-    def batches(self, bar: Progress | None) -> Iterator[bytes]:
+    def batches(self) -> Iterator[bytes]:
         """The input as runs of whole lines, each line ending in ``\\n``, about
         a chunk at a time (a last line without a line break gets one).
 
@@ -796,18 +944,10 @@ class _Source:
         )
         carry = b""  # the start of a line continued in the next chunk
         skipping = False  # inside an overlong line, dropping it
-        done = 0  # progress so far
         while True:
             chunk = self._read(read)
             if not chunk:
                 break
-            if bar is not None:
-                if self._seekable:
-                    position = self._raw.tell()
-                    bar.update(position - done)
-                    done = position
-                else:
-                    bar.update(len(chunk))
             if skipping:
                 end = chunk.find(b"\n")
                 if end < 0:

@@ -1,7 +1,8 @@
 """The ``urlguard`` command: check targets, audit access logs, encode pieces.
 
     urlguard check [--policy strict|browser] [--config FILE] [--json] TARGET...
-    urlguard audit [--policy ...] [--config FILE] [--format auto|combined|common|targets]
+    urlguard audit [--policy ...] [--config FILE]
+                   [--format auto|combined|common|vhost_combined|targets]
                    [--json] [--suggest [--write FILE [--force]]] FILE...
     urlguard encode segment|query|fragment TEXT  ·  urlguard clean URI  ·  urlguard pretty URI
 
@@ -50,7 +51,16 @@ from . import (
     parse_target,
     pretty_uri,
 )
-from ._audit import FORMATS, AuditError, Auditor, Progress, ProgressFactory, Report, display
+from ._audit import (
+    FORMATS,
+    HOST_FORMATS,
+    AuditError,
+    Auditor,
+    Progress,
+    ProgressFactory,
+    Report,
+    display,
+)
 from ._audit import display_pieces as _display_pieces
 from ._config import PRESETS, Config, preset_policy
 from ._hosts import AllowedHosts, HostCheck, same_authority
@@ -176,10 +186,12 @@ def _parser() -> argparse.ArgumentParser:
     audit = commands.add_parser(
         "audit",
         help="count which requests of an access log would be rejected",
-        description="Read access logs (nginx/Apache combined or common format), or plain "
-        "lists of targets, one per line; plain or gzip; '-' is standard input. Undo the "
-        "servers' log escaping (\\xHH, \\\", \\\\) and check each request target. Report "
-        "per rule the count, the share of parsed lines and up to three examples. "
+        description="Read access logs (nginx/Apache combined or common format, Apache "
+        "vhost_combined), or plain lists of targets, one per line; plain or gzip; '-' is "
+        "standard input. Undo the servers' log escaping (\\xHH, \\\", \\\\) and check each "
+        "request target, and the host where the format logs it (vhost_combined's %v:%p, "
+        "against the config's allowed_hosts too). Report per rule the count, the share of "
+        "parsed lines and up to three examples; say when the format logs no host. "
         "With --suggest, propose the configuration that admits what the site served.",
         epilog=_AUDIT_EXIT_HELP,
     )
@@ -188,14 +200,17 @@ def _parser() -> argparse.ArgumentParser:
         "--format",
         choices=FORMATS,
         default="auto",
-        help="the line format (default auto: a log if lines look like one, else a list "
-        "of targets; decided per file from its first lines)",
+        help="the line format (default auto: a log if lines look like one, vhost_combined "
+        "when their first field is host:port, else a list of targets; decided per file from "
+        "its first lines)",
     )
     audit.add_argument(
         "--json",
         action="store_true",
         help="one JSON object: lines, parsed, unparseable, rejected, rules (rule -> "
-        "count), share, examples, unparseable_examples; with --suggest also 'suggestion'",
+        "count), share, examples, unparseable_examples, formats, hosts_checked (false when "
+        "a format logs no host); with --suggest also 'suggestion' and 'host_stopped'; "
+        "no progress display",
     )
     audit.add_argument(
         "--suggest",
@@ -208,7 +223,7 @@ def _parser() -> argparse.ArgumentParser:
         "drive letters, control and bidi characters, raw characters no browser sends in a "
         "path, an empty segment beside a kept separator or a dangerous double encoding, and "
         "lists what they will stop and what lacks evidence. Needs logs with a status "
-        "(combined or common format)",
+        "(combined, common or vhost_combined format)",
     )
     thresholds = Thresholds()
     audit.add_argument(
@@ -417,8 +432,11 @@ def _audit(args: argparse.Namespace) -> int:
     config = _resolve_config(args)
     thresholds = _thresholds(args)
     ledger = Ledger(config.policy, config.routes) if args.suggest else None
-    auditor = Auditor(RouteTable(config.policy, list(config.routes)), args.format, ledger)
-    progress = _progress_factory()
+    allowed = (
+        None if config.allowed_hosts is None else AllowedHosts(config.allowed_hosts, "--config")
+    )
+    auditor = Auditor(RouteTable(config.policy, list(config.routes)), args.format, ledger, allowed)
+    progress = None if args.json else _progress_factory()
     for name in args.files:
         auditor.feed_file(name, progress)
     report = auditor.report()
@@ -451,15 +469,39 @@ def _audit(args: argparse.Namespace) -> int:
             tuple(_shorten(shown, _EXAMPLE_WIDTH) for shown in report.unparseable_examples),
         ),
     )
+    host_stopped = dict(sorted(auditor.host_stops.items()))
+    text = suggestion.text + _host_stopped_text(host_stopped)
     if write is not None:
-        _write(write, suggestion.text, force=args.force)
+        _write(write, text, force=args.force)
     if args.json:
-        _out(json.dumps({**report.as_json(), "suggestion": suggestion.as_json()}))
+        _out(
+            json.dumps(
+                {
+                    **report.as_json(),
+                    "suggestion": suggestion.as_json(),
+                    "host_stopped": host_stopped,
+                }
+            )
+        )
     elif write is not None:
-        _out(_suggestion_summary(suggestion, report, write))
+        _out(_suggestion_summary(suggestion, report, write, host_stopped))
     else:
-        _out(suggestion.text.rstrip("\n"))
-    return EXIT_OK if suggestion.complete else EXIT_REJECTED
+        _out(text.rstrip("\n"))
+    return EXIT_OK if suggestion.complete and not host_stopped else EXIT_REJECTED
+
+
+def _host_stopped_text(stopped: dict[str, int]) -> str:
+    """What the configuration cannot admit: requests answered 2xx/3xx whose
+    logged host (vhost_combined) the guard refuses. No policy setting
+    covers the host, so the suggestion never counts them as evidence."""
+    if not stopped:
+        return ""
+    counts = ", ".join(f"{rule} {count:,}" for rule, count in stopped.items())
+    return (
+        f"\n# Never loosened: {sum(stopped.values()):,} requests answered 2xx/3xx name a host "
+        f"the guard refuses ({counts}).\n"
+        "# No setting above admits them: fix the server's names or allowed_hosts.\n"
+    )
 
 
 _THRESHOLD_OPTIONS: Final = {
@@ -504,7 +546,9 @@ def _write(path: str, text: str, *, force: bool) -> None:
         raise _Error(f"--write: {_shown_path(path)}: cannot write: {reason}") from None
 
 
-def _suggestion_summary(suggestion: Suggestion, report: Report, path: str) -> str:
+def _suggestion_summary(
+    suggestion: Suggestion, report: Report, path: str, host_stopped: dict[str, int]
+) -> str:
     s = suggestion
     refused = sum(r.evidence.requests + r.evidence.contested for r in s.refused)
     lines = [
@@ -540,6 +584,9 @@ def _suggestion_summary(suggestion: Suggestion, report: Report, path: str) -> st
     for stop in s.stopped:
         lines.append(f"stopped      {stop.requests:>12,}  {stop.rule}: {stop.reason}")
         lines += [f"    {_shorten(shown, _EXAMPLE_WIDTH)}" for shown in stop.examples]
+    for rule, count in host_stopped.items():
+        lines.append(f"stopped      {count:>12,}  {rule}: the logged host (never loosened)")
+        lines += [f"    {_shorten(shown, _EXAMPLE_WIDTH)}" for shown in report.examples[rule]]
     for shown in s.still_rejected:
         lines.append(f"still rejected (a bug; please report): {shown}")
     return "\n".join(lines)
@@ -563,6 +610,7 @@ def _report_text(report: Report, policy: str) -> str:
         f"unparseable  {report.unparseable:>12,}",
         *(f"    {_shorten(example, _EXAMPLE_WIDTH)}" for example in report.unparseable_examples),
         f"rejected     {report.rejected:>12,}  {_percent(report.rejected, parsed)}",
+        _hosts_line(report),
     ]
     if not report.rules:
         lines.append("no request would be rejected")
@@ -573,6 +621,17 @@ def _report_text(report: Report, policy: str) -> str:
         for example in report.examples.get(rule, ()):
             lines.append(f"    {_shorten(example, _EXAMPLE_WIDTH)}")
     return "\n".join(lines)
+
+
+def _hosts_line(report: Report) -> str:
+    """Whether the hosts were checked: only a format that logs them
+    (vhost_combined) lets the audit see them."""
+    if report.hosts_checked:
+        return "hosts        checked (the logged %v:%p)"
+    without = ", ".join(f for f in report.formats if f not in HOST_FORMATS)
+    if any(f in HOST_FORMATS for f in report.formats):
+        return f"hosts        checked in vhost_combined input only; not in {without}, not checked"
+    return f"hosts        not in this log format ({without}), not checked"
 
 
 # One piece of display()'s output: '\\', '\xHH' or one printable character.
@@ -598,8 +657,12 @@ def _percent(count: int, total: int) -> str:
 
 
 def _progress_factory() -> ProgressFactory | None:
-    """A tqdm bar per file on a terminal; nothing when stderr is not one or
-    when tqdm (the ``urlguard[cli]`` extra) is not installed."""
+    """A tqdm counter per file on a terminal: lines read and lines per
+    second (a log's lines are not known ahead, so there is no bar to fill).
+    Its last state is left on the screen, one line per file, and the report
+    follows it. Nothing when stderr is not a terminal or when tqdm (the
+    ``urlguard[cli]`` extra) is not installed; a run shorter than
+    ``_PROGRESS_DELAY`` shows nothing."""
     try:
         if not sys.stderr.isatty():
             return None
@@ -610,16 +673,15 @@ def _progress_factory() -> ProgressFactory | None:
     except ImportError:
         return None
 
-    def bar(name: str, total: int | None) -> Progress:
+    def bar(name: str) -> Progress:
         made: Progress = tqdm(
-            total=total,
             desc=name if len(name) <= 40 else "..." + name[-37:],
-            unit="B",
-            unit_scale=True,
-            unit_divisor=1024,
+            unit=" lines",
+            unit_scale=True,  # the rate: "412k lines/s"
+            bar_format="{desc}: {n:,} lines [{elapsed}, {rate_fmt}]",
             file=sys.stderr,
             delay=_PROGRESS_DELAY,
-            leave=False,
+            leave=True,
             dynamic_ncols=True,
         )
         return made
