@@ -125,6 +125,7 @@ class Guard(Generic[C, A]):
         "_read",
         "_violations",
         "app",
+        "checked",
         "hosts",
         "log_level",
         "missing",
@@ -230,7 +231,10 @@ class Guard(Generic[C, A]):
         if type(log_level) is not int or log_level < 0:
             raise TypeError(f"{owner}: log_level must be a logging level (an int >= 0)")
         self.log_level: int = log_level
-        self._violations: Counter[str] = Counter()
+        #: Requests decided (every call of :meth:`decide`), for metrics.
+        self.checked = 0
+        # (rule, component, route prefix) -> violations; "/" where no route applies.
+        self._violations: Counter[tuple[str, str, str]] = Counter()
         self._lock = threading.Lock()
 
     # -- the decision ---------------------------------------------------------
@@ -256,6 +260,10 @@ class Guard(Generic[C, A]):
         accepted target is stored in ``carrier`` at ``"urlguard.target"``,
         with its host, and the answer is ``None``: call the application.
         """
+        # One increment, no lock: this is every request's cost. Under the GIL
+        # CPython switches threads only at calls and backward jumps, never
+        # between this read and write; a free-threaded build may lose one.
+        self.checked += 1
         if host is None:
             return self._decide_target(raw, query, mount, carrier)
         known = self.hosts.known.get(host)
@@ -495,8 +503,9 @@ class Guard(Generic[C, A]):
         """Store the violation, count it, log one line and call ``on_violation``."""
         carrier.pop(TARGET_KEY, None)  # a lenient guard in front may have stored one
         carrier[VIOLATION_KEY] = exc
+        route = self.table.route_of(target)
         with self._lock:
-            self._violations[exc.rule] += 1
+            self._violations[exc.rule, exc.component, "/" if route is None else route.prefix] += 1
         if LOGGER.isEnabledFor(self.log_level):
             # No "urlguard:" prefix: the logger's name says it already.
             LOGGER.log(
@@ -552,6 +561,16 @@ class Guard(Generic[C, A]):
     @property
     def violations(self) -> dict[str, int]:
         """A snapshot: rule code -> how many requests broke it (both modes)."""
+        counts: Counter[str] = Counter()
+        for (rule, _, _), count in self.violation_counts().items():
+            counts[rule] += count
+        return dict(counts)
+
+    def violation_counts(self) -> dict[tuple[str, str, str], int]:
+        """A snapshot: (rule code, component, route prefix) -> how many
+        requests broke that rule there (both modes). The route prefix is one
+        of ``routes`` as configured, relative to the mount point, or ``"/"``
+        for a target under none of them."""
         with self._lock:
             return dict(self._violations)
 

@@ -103,14 +103,27 @@ class RouteTable:
         second = self._select_decoded(decoded)
         return unmounted, (first,) if second is first else (first, second)
 
+    def route_of(self, target: bytes) -> Route | None:
+        """The route whose policy :meth:`select` picks for ``target``, or
+        ``None`` when it is the base policy (no route, or none matches)."""
+        if not self.routes:
+            return None
+        path = path_of(target)
+        return self._route_decoded(percent_decode(path) if b"%" in path else path)
+
     def _select_decoded(self, key: bytes) -> Policy:
         """The policy for the decoded path ``key``."""
+        route = self._route_decoded(key)
+        return self.policy if route is None else route.policy
+
+    def _route_decoded(self, key: bytes) -> Route | None:
+        """The longest route that the decoded path ``key`` is under, if any."""
         for route in self.routes:  # longest first
             if key.startswith(route.key) and (
                 route.directory or len(key) == len(route.key) or key[len(route.key)] == 0x2F
             ):
-                return route.policy
-        return self.policy
+                return route
+        return None
 
 
 def _decode_run(match: re.Match[bytes]) -> bytes:

@@ -169,6 +169,7 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
             # for OPTIONS (passed on by the guard); absolute-form is HTTP/1.1's.
             target = b"?".join((raw, query)) if query else raw
             exc = InvalidTarget("bad-form", "target", None, 0)
+            self._guard.checked += 1  # decided here, not by decide(): counted the same
             return self._guard.decide_invalid(exc, target, scope)
         return self._guard.decide(raw, query, mount, scope, host)
 
