@@ -30,6 +30,7 @@ import flask_app
 import starlette_app
 import tour
 from rawhttp import free_port, request, running
+from test_docs_samples import fenced_blocks
 
 with warnings.catch_warnings():
     # Starlette asks for httpx2 over httpx; the project's test extra installs httpx.
@@ -253,22 +254,7 @@ def test_django_curl_lines(django_app: types.ModuleType) -> None:
 
 def readme_blocks(language: str) -> list[tuple[str, str]]:
     """(the heading above it, its code) for each fenced ``language`` block of the README."""
-    heading = ""
-    blocks: list[tuple[str, str, str]] = []
-    kind: str | None = None  # the language of the fence we are in, if any
-    lines: list[str] = []
-    for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines():
-        if kind is not None:
-            if line.startswith("```"):
-                blocks.append((kind, heading, "\n".join(lines)))
-                kind = None
-            else:
-                lines.append(line)
-        elif line.startswith("```"):
-            kind, lines = line[3:].strip(), []
-        elif line.startswith("#"):
-            heading = line.lstrip("#").strip()
-    return [(where, code) for fenced, where, code in blocks if fenced == language]
+    return [(b.heading, b.code) for b in fenced_blocks("README.md") if b.language == language]
 
 
 def quick_start(framework: str) -> str:
