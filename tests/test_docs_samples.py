@@ -11,10 +11,17 @@ Each block runs by its language:
 
 - ``python`` blocks that start with ``>>>`` run as doctests, each on its own.
 - Other ``python`` blocks run in page order in one namespace, as a reader
-  pastes a page top to bottom. A block whose first line names a file of a
+  pastes a page top to bottom, with a fresh process-wide Prometheus
+  registry, as a new process has. A block whose first line names a file of a
   project (``# mysite/wsgi.py``) is that file instead: the Django page's
   blocks are written into a project made by ``django-admin startproject``.
 - ``toml`` blocks are urlguard configurations, read with ``load_config``.
+  One whose first line names its file (``# urlguard.toml``) is that file.
+- ``text`` blocks are files a page's commands read, each named by its
+  marker (``<!-- sample: file access.log -->``).
+- Files a page shows (its named ``toml`` and ``text`` blocks) are written
+  into the working directory its ``python`` blocks and ``$ urlguard``
+  lines run in, a fresh one for each page.
 - ``console`` blocks: each ``$ curl`` line is sent, byte for byte over a raw
   socket (a client would normalise the target), to the page's application
   behind a real server on loopback, and each ``$ urlguard`` line runs the
@@ -23,12 +30,17 @@ Each block runs by its language:
   extra in ``pyproject.toml``, a file, an importable application, arguments
   the command line accepts), runs when it is a ``python -c`` line, and a
   framework page's start command is the one that serves its quick start.
+- ``apache`` blocks are ``LogFormat`` lines: a line written in the format
+  is one ``urlguard audit`` reads in the format the directive names.
+- ``promql`` blocks are queries: each metric and label they select is one
+  the Prometheus integration exposes.
 - A fence without a language is a figure (a diagram, a usage synopsis).
 
 An HTML comment on the line above a fence, which the site does not render,
 says how to run a block that cannot run on its own:
 ``<!-- sample: given an ASGI app -->`` (also ``a WSGI app``, ``a Starlette
-app``) binds ``app`` to a fresh application of that kind first, and
+app``, ``a Flask app``) binds ``app`` to a fresh application of that kind
+first, ``<!-- sample: file NAME -->`` names the file a ``text`` block is, and
 ``<!-- sample: not run: REASON -->`` leaves a block out, with its reason.
 
 A framework page's quick start is its ``python`` code above the first
@@ -41,6 +53,7 @@ from __future__ import annotations
 
 import doctest
 import itertools
+import json
 import os
 import re
 import shlex
@@ -59,17 +72,14 @@ import tour
 import urlguard
 from rawhttp import free_port, request, running
 from urlguard import cli
+from urlguard._audit import HOST_FORMATS
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Pages whose samples do not run yet: a command line reading a file that
-#: neither the page nor this module gives, blocks without a runner or a marker.
-NOT_YET = {"docs/rollout.md", "docs/cli.md"}
 #: Every page a reader copies code from.
 PAGES = [
     "README.md",
     *sorted(str(path.relative_to(ROOT)) for path in (ROOT / "docs").rglob("*.md")),
 ]
-PAGES = [page for page in PAGES if page not in NOT_YET]
 #: The pages whose quick start is served; Django's is a project of files.
 FRAMEWORKS = [f"docs/frameworks/{name}.md" for name in ("starlette", "fastapi", "flask")]
 DJANGO = "docs/frameworks/django.md"
@@ -149,14 +159,22 @@ def given_wsgi() -> Any:
     return app
 
 
+def given_flask() -> Any:
+    from flask import Flask
+
+    return Flask(__name__)
+
+
 #: What ``<!-- sample: given ... -->`` binds ``app`` to.
 GIVEN: dict[str, Callable[[], Any]] = {
     "an ASGI app": given_asgi,
     "a Starlette app": given_asgi,
     "a WSGI app": given_wsgi,
+    "a Flask app": given_flask,
 }
 PROJECT_FILE = re.compile(r"^# (?P<path>\w+(?:/\w+)+\.py)\b")
-LANGUAGES = {"python", "toml", "console", "sh", ""}
+TOML_FILE = re.compile(r"^# (?P<name>[\w.-]+\.toml)$", re.MULTILINE)
+LANGUAGES = {"python", "toml", "console", "sh", "text", "apache", "promql", ""}
 
 
 def is_doctest(block: Block) -> bool:
@@ -172,6 +190,24 @@ def runs(block: Block) -> bool:
     return block.marker is None or not block.marker.startswith("not run:")
 
 
+def shown_file(block: Block) -> str | None:
+    """The name of the file ``block`` is, if it is one: a ``text`` block named
+    by its marker, or a ``toml`` block whose first line names it."""
+    if block.language == "text" and block.marker is not None:
+        name = block.marker.removeprefix("file ")
+        return name if name != block.marker else None
+    if block.language == "toml" and (found := TOML_FILE.match(block.code)) is not None:
+        return found["name"]
+    return None
+
+
+def page_files(page: str, directory: Path) -> None:
+    """Write the files ``page`` shows into ``directory``."""
+    for block in BLOCKS:
+        if block.page == page and runs(block) and (name := shown_file(block)) is not None:
+            (directory / name).write_text(block.code + "\n", encoding="utf-8")
+
+
 def ids(blocks: list[Block]) -> list[Any]:
     return [pytest.param(block, id=block.where) for block in blocks]
 
@@ -180,10 +216,15 @@ def test_every_block_is_run_or_says_why_not() -> None:
     assert len(BLOCKS) > 40
     for block in BLOCKS:
         assert block.language in LANGUAGES, f"{block.where}: no runner for {block.language!r}"
+        if block.language == "text" and runs(block):
+            assert block.marker is not None, f"{block.where}: a text block names its file"
         if block.marker is None:
             continue
         if block.marker.startswith("not run:"):
             assert block.marker.removeprefix("not run:").strip(), f"{block.where}: no reason"
+        elif block.marker.startswith("file "):
+            assert block.language == "text", block.where
+            assert re.fullmatch(r"[\w.-]+", block.marker.removeprefix("file ")), block.where
         else:
             assert block.marker.removeprefix("given ") in GIVEN, f"{block.where}: {block.marker}"
             assert block.language == "python", block.where
@@ -236,8 +277,25 @@ def django_settings() -> Iterator[None]:
         os.environ["DJANGO_SETTINGS_MODULE"] = before
 
 
+@pytest.fixture
+def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh process-wide Prometheus registry, as a new process has: a
+    sample registers its collector there, once per process."""
+    import prometheus_client
+
+    monkeypatch.setattr(prometheus_client, "REGISTRY", prometheus_client.CollectorRegistry())
+
+
 @pytest.mark.parametrize("page", [page for page in PAGES if in_process(page)])
-def test_python_blocks_run_in_page_order(page: str, django_settings: None) -> None:
+def test_python_blocks_run_in_page_order(
+    page: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    django_settings: None,
+    fresh_registry: None,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    page_files(page, tmp_path)
     namespace: dict[str, Any] = {"__name__": f"docs_{Path(page).stem}"}
     for block in in_process(page):
         if block.marker is not None:
@@ -254,6 +312,118 @@ def test_toml_is_a_configuration(block: Block, tmp_path: Path) -> None:
     path = tmp_path / "urlguard.toml"
     path.write_text(block.code + "\n", encoding="utf-8")
     assert isinstance(urlguard.load_config(path), urlguard.Config), block.where
+
+
+# --- apache ------------------------------------------------------------------------------------
+
+#: What each directive of an access log ``LogFormat`` writes for one request;
+#: ``%v``, ``%p`` and ``%r`` come from the request.
+LOGGED = {
+    "%h": "192.0.2.7",
+    "%l": "-",
+    "%u": "-",
+    "%t": "[10/Oct/2024:13:55:36 +0000]",
+    "%>s": "200",
+    "%O": "512",
+    "%{Referer}i": "-",
+    "%{User-Agent}i": "Mozilla/5.0",
+}
+DIRECTIVE = re.compile(r"%[<>]?(?:\{[^}]*\})?[A-Za-z]")
+
+
+def logged(layout: str, host: str, port: str, target: str) -> str:
+    """The line a ``LogFormat`` layout writes for a GET of ``target`` on ``host:port``."""
+    values = {**LOGGED, "%v": host, "%p": port, "%r": f"GET {target} HTTP/1.1"}
+    return DIRECTIVE.sub(lambda found: values[found[0]], layout)
+
+
+@pytest.mark.parametrize("block", ids([b for b in BLOCKS if b.language == "apache" and runs(b)]))
+def test_log_format_is_the_one_audit_reads(
+    block: Block, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Lines Apache writes in the block's format are read in the format it names,
+    with the host judged where that format has one."""
+    directive, layout, name = shlex.split(block.code)  # Apache unescapes \" as shlex does
+    assert directive == "LogFormat", block.where
+    names_host = name in HOST_FORMATS
+    sent = [("example.com", "443", "/files/a%2Fb"), ("0x7f.1", "80", "/")]
+    lines = [logged(layout, host, port, target) for host, port, target in sent]
+    log = tmp_path / "access.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert cli.main(["audit", "--json", str(log)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["formats"] == [name], block.where
+    assert report["parsed"] == len(sent), block.where
+    assert report["hosts_checked"] is names_host, block.where
+    expected = {"encoded-slash": 1, "bad-host": 1} if names_host else {"encoded-slash": 1}
+    assert report["rules"] == expected, block.where
+
+
+# --- promql ------------------------------------------------------------------------------------
+
+SELECTOR = re.compile(r"\b(?P<metric>urlguard_\w+)(?:\{(?P<matchers>[^}]*)\})?")
+MATCHER = re.compile(r'(?P<label>\w+)\s*(?P<op>=~|!=|!~|=)\s*"(?P<value>[^"]*)"')
+BY = re.compile(r"\b(?:by|without)\s*\((?P<labels>[^)]*)\)")
+
+
+def start_response(
+    status: str, headers: list[tuple[str, str]], exc_info: Any = None, /
+) -> Callable[[bytes], object]:
+    def write(data: bytes) -> None:
+        raise AssertionError("the application writes nothing through write()")
+
+    return write
+
+
+def exposition() -> dict[str, list[dict[str, str]]]:
+    """The samples the Prometheus collector exposes (metric: label sets) for a
+    middleware in report mode that saw a target pass and one break a rule."""
+    from prometheus_client import CollectorRegistry
+
+    from urlguard.integrations.prometheus import GuardCollector
+    from urlguard.wsgi import StrictURLMiddleware
+
+    guard = StrictURLMiddleware(given_wsgi(), mode="report")
+    for target in ["/files/a", "/files/a%2Fb"]:
+        environ = {
+            "REQUEST_METHOD": "GET",
+            "SCRIPT_NAME": "",
+            "PATH_INFO": target,
+            "QUERY_STRING": "",
+            "RAW_URI": target,
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "HTTP_HOST": "example.com",
+            "wsgi.url_scheme": "http",
+        }
+        b"".join(guard(environ, start_response))
+    registry = CollectorRegistry()
+    registry.register(GuardCollector(guard))
+    samples: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for family in registry.collect():
+        for sample in family.samples:
+            samples[sample.name].append(sample.labels)
+    return samples
+
+
+@pytest.mark.parametrize("block", ids([b for b in BLOCKS if b.language == "promql" and runs(b)]))
+def test_queries_select_what_the_integration_exposes(block: Block) -> None:
+    samples = exposition()
+    selected = list(SELECTOR.finditer(block.code))
+    assert selected, block.where
+    labels: set[str] = set()
+    for selector in selected:
+        metric = selector["metric"]
+        assert metric in samples, f"{block.where}: {metric}"
+        labels |= {label for series in samples[metric] for label in series}
+        for matcher in MATCHER.finditer(selector["matchers"] or ""):
+            label, value = matcher["label"], matcher["value"]
+            values = {series.get(label) for series in samples[metric]}
+            assert values - {None}, f"{block.where}: {metric} has no label {label!r}"
+            if matcher["op"] == "=":
+                assert value in values, f"{block.where}: {label}={value!r}"
+    for grouping in BY.finditer(block.code):
+        grouped = {label.strip() for label in grouping["labels"].split(",")}
+        assert grouped <= labels, f"{block.where}: {grouped - labels}"
 
 
 # --- sh ----------------------------------------------------------------------------------------
@@ -507,6 +677,7 @@ def test_command_lines_print_what_the_page_shows(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    page_files(page, tmp_path)
     if page in FILES:
         FILES[page](tmp_path)
     for line in shown(page):
