@@ -51,6 +51,7 @@ from . import _parser
 from ._answers import Answer, answer, refusal, rejection
 from ._config import MODES, Config, Mode, check_prefix, load_config, route_policy
 from ._errors import InvalidTarget
+from ._host import Host
 from ._hosts import AllowedHosts, HostCheck, same_authority
 from ._policy import DEFAULT_POLICY, Policy
 from ._routes import Route, RouteTable, is_server_wide_options, unmount
@@ -119,6 +120,7 @@ class Guard(Generic[C, A]):
 
     __slots__ = (
         "_kept",
+        "_known",
         "_lock",
         "_parse",
         "_parse_split",
@@ -195,6 +197,7 @@ class Guard(Generic[C, A]):
         self.hosts = HostCheck(
             None if allowed_hosts is None else AllowedHosts(allowed_hosts, owner)
         )
+        self._known = self.hosts.known  # the table itself: one lookup on every request
         self.table = RouteTable(self.policy, pairs, owner)
         self.routes = self.table.routes
         self.routed = bool(self.routes)  # a bool: the quickest test on every request
@@ -264,39 +267,24 @@ class Guard(Generic[C, A]):
         # CPython switches threads only at calls and backward jumps, never
         # between this read and write; a free-threaded build may lose one.
         self.checked += 1
-        if host is None:
-            return self._decide_target(raw, query, mount, carrier)
-        known = self.hosts.known.get(host)
-        if known is None:
-            try:
-                known = self.hosts.judge(host)
-            except InvalidTarget as exc:
-                return self._host_invalid(exc, raw, query, carrier, host)
-        decision = self._decide_target(raw, query, mount, carrier)
-        if decision is None:
-            target = carrier.get(TARGET_KEY)
-            if target is not None:
-                if target.authority is not None and not same_authority(target, known):
-                    disagreeing = InvalidTarget("bad-host", "host", None, 0)
-                    return self._host_invalid(disagreeing, raw, query, carrier, host)
-                target._host = known
-        return decision
-
-    def _host_invalid(
-        self, exc: InvalidTarget, raw: bytes | None, query: bytes | None, carrier: C, host: bytes
-    ) -> Answer | A | None:
-        target = b"" if raw is None else raw if not query else b"?".join((raw, query))
-        return self.decide_invalid(exc, target, carrier, host=host)
-
-    def _decide_target(
-        self, raw: bytes | None, query: bytes | None, mount: bytes | None, carrier: C
-    ) -> Answer | A | None:
-        """:meth:`decide` for the target alone."""
-        if raw is None:
-            return self._without_raw_target(mount, carrier)
+        known: Host | None = None
+        if host is not None:
+            known = self._known.get(host)
+            if known is None:
+                try:
+                    known = self.hosts.judge(host)
+                except InvalidTarget as exc:
+                    return self._host_invalid(exc, raw, query, carrier, host)
+        if raw is None or (mount is not None and self.routed):
+            if raw is None:
+                decision = self._without_raw_target(mount, carrier)
+            else:
+                assert mount is not None  # the condition above
+                decision = self._decide_mounted(raw, query, mount, carrier)
+            if decision is None and known is not None:
+                return self._set_host(carrier.get(TARGET_KEY), known, raw, query, carrier, host)
+            return decision
         if mount is not None:
-            if self.routed:
-                return self._decide_mounted(raw, query, mount, carrier)
             below = unmount(raw, mount)
             prefix = mount if below is not raw else b""
             raw = below
@@ -312,11 +300,42 @@ class Guard(Generic[C, A]):
             if exc.rule == "encoded-slash" and ROUTERS:
                 broken = self._route_segments(exc, raw, query, (policy,), prefix, carrier)
                 if broken is None:
+                    if known is not None:
+                        return self._set_host(carrier[TARGET_KEY], known, raw, query, carrier, host)
                     return None
                 exc = broken
             return self.decide_invalid(exc, raw if not query else b"?".join((raw, query)), carrier)
+        if known is not None:
+            if target.authority is not None:
+                return self._set_host(target, known, raw, query, carrier, host)
+            target._host = known
         if self.split and b";" in raw and ROUTERS:
             self._store_view(target, prefix, carrier)
+        return None
+
+    def _host_invalid(
+        self, exc: InvalidTarget, raw: bytes | None, query: bytes | None, carrier: C, host: bytes
+    ) -> Answer | A | None:
+        target = b"" if raw is None else raw if not query else b"?".join((raw, query))
+        return self.decide_invalid(exc, target, carrier, host=host)
+
+    def _set_host(
+        self,
+        target: Target | None,
+        known: Host,
+        raw: bytes | None,
+        query: bytes | None,
+        carrier: C,
+        host: bytes | None,
+    ) -> Answer | A | None:
+        """Give an accepted ``target`` the host ``known`` it came with; an
+        absolute-form target must name the same one (RFC 9112 §3.2.2)."""
+        if target is None:  # report-only mode, or OPTIONS *: no target to give it to
+            return None
+        if target.authority is not None and not same_authority(target, known):
+            disagreeing = InvalidTarget("bad-host", "host", None, 0)
+            return self._host_invalid(disagreeing, raw, query, carrier, host or b"")
+        target._host = known
         return None
 
     def _decide_mounted(

@@ -181,20 +181,28 @@ def _host(scope: Scope) -> bytes | None:
     (RFC 9112 §3.2 makes Host optional there); several joined by ``", "``,
     which the grammar refuses, unless HTTP/2 or HTTP/3 repeat one value
     (RFC 9113 §8.3.1: they must agree)."""
-    values = [value for name, value in scope.get("headers") or () if name == b"host"]
-    if len(values) == 1:
-        value = values[0]
-        if not value and scope.get("http_version") in _HTTP_1_0:
-            return None  # granian gives HTTP/1.0 without Host an empty one
-    elif not values:
+    value = None
+    for name, found in scope.get("headers") or ():
+        if name == b"host":
+            if value is not None:
+                return _several(scope)
+            value = found
+    if value is None:
         return None if scope.get("http_version") in _HTTP_1_0 else b""
-    elif scope.get("http_version") in _ORIGIN_FORM_ONLY and len(set(map(bytes, values))) == 1:
-        value = values[0]
-    else:
-        value = b", ".join(map(bytes, values))
     if type(value) is not bytes:  # a server that breaks the spec: refused, never a crash
         return bytes(value) if isinstance(value, bytearray) else b"\x00"
+    if not value and scope.get("http_version") in _HTTP_1_0:
+        return None  # granian gives HTTP/1.0 without Host an empty one
     return value
+
+
+def _several(scope: Scope) -> bytes:
+    """Several ``host`` headers: one value when HTTP/2 or HTTP/3 repeat it,
+    else their values joined by ``", "``, which the grammar refuses."""
+    values = [bytes(v) for n, v in scope.get("headers") or () if n == b"host"]
+    if scope.get("http_version") in _ORIGIN_FORM_ONLY and len(set(values)) == 1:
+        return values[0]
+    return b", ".join(values)
 
 
 async def _send(scope: Scope, send: Send, answer: Answer) -> None:
