@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import MutableMapping
 from typing import Any
 
 import pytest
@@ -36,12 +37,12 @@ def asgi(
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    sent: list[dict[str, Any]] = []
+    sent: list[MutableMapping[str, Any]] = []
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(message)
 
-    async def receive() -> dict[str, Any]:
+    async def receive() -> MutableMapping[str, Any]:
         return {"type": "http.request", "body": b"", "more_body": False}
 
     guard = ASGIGuard(app, parser=parser, **guard_options)
@@ -85,7 +86,11 @@ def wsgi(
     }
     if host is not None:
         environ["HTTP_HOST"] = host
-    body = guard(environ, lambda status, headers, *_: statuses.append(status))
+
+    def start_response(status: str, headers: list[tuple[str, str]], *_: Any) -> Any:
+        statuses.append(status)
+
+    body = guard(environ, start_response)
     b"".join(body)
     return int(statuses[0][:3]), seen
 
@@ -196,8 +201,7 @@ def test_report_mode_lets_a_bad_host_through_with_its_violation() -> None:
 
 
 def test_a_flood_of_distinct_hosts_keeps_the_table_bounded() -> None:
-    options: dict[str, Any] = {}
-    guard = ASGIGuard(lambda *a: None, **options)
+    guard = ASGIGuard(_asgi_app)
     check = guard._guard.hosts
     for i in range(VERDICTS * 3):
         check.judge(f"h{i}.example".encode())
@@ -219,9 +223,17 @@ def test_allowed_hosts_from_the_config() -> None:
 )
 def test_bad_allowed_hosts_fail_at_construction(patterns: Any) -> None:
     with pytest.raises((TypeError, ValueError), match="allowed_hosts"):
-        ASGIGuard(lambda *a: None, allowed_hosts=patterns)
+        ASGIGuard(_asgi_app, allowed_hosts=patterns)
     with pytest.raises((TypeError, ValueError), match="allowed_hosts"):
-        WSGIGuard(lambda *a: None, allowed_hosts=patterns)
+        WSGIGuard(_wsgi_app, allowed_hosts=patterns)
+
+
+async def _asgi_app(scope: Any, receive: Any, send: Any) -> None:
+    return None
+
+
+def _wsgi_app(environ: Any, start_response: Any) -> list[bytes]:
+    return []
 
 
 def test_an_idn_pattern_is_matched_on_its_a_label() -> None:
