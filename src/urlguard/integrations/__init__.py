@@ -16,6 +16,13 @@ Django            ``urlguard.integrations.django.get_target(request)`` (WSGI and
 middleware is not installed in front of the application, the request was
 ``OPTIONS *``, or, in report-only mode, the target broke a rule and was let
 through (then ``get_violation`` returns the :class:`~urlguard.InvalidTarget`).
+
+Each framework's module also registers a ``segment`` route parameter (one
+segment of the guarded target, decoded, ``%2F`` kept as ``/``): Starlette and
+FastAPI ``{unit:segment}``, Flask ``<segment:unit>`` (with its
+``SegmentConverter`` added to the application's URL map), Django
+``<segment:unit>``. Two more modules export the guard's counts as metrics:
+``urlguard.integrations.opentelemetry`` and ``urlguard.integrations.prometheus``.
 """
 
 from __future__ import annotations
