@@ -28,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterable, MutableMapping
 from typing import Any, Final, Protocol
 
+from ._encode import encode_path_segment
+
 __all__ = [
     "ROUTERS",
     "SLASH",
@@ -90,6 +92,16 @@ def claimed(values: Iterable[object]) -> bool:
     """No value a router produced still holds :data:`SLASH`: every kept
     ``/`` went to a ``segment`` parameter, which turned it back into ``/``."""
     return not any(isinstance(value, str) and SLASH in value for value in values)
+
+
+def url_text(value: object) -> str:
+    """A ``segment`` parameter's value as one segment of a URL being built:
+    percent-encoded, ``/`` as ``%2F`` (``urlguard.encode_path_segment``)."""
+    text = str(value)
+    if text in ("", ".", ".."):
+        # RFC 3986 §5.2.4: no escape of "." survives dot-segment removal.
+        raise ValueError(f"a segment parameter cannot be {text!r}")
+    return encode_path_segment(text)
 
 
 def decode(value: str) -> str:

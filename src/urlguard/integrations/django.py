@@ -62,7 +62,6 @@ from django.urls.converters import get_converters
 from django.utils.functional import lazy
 
 from .. import _segments
-from .._encode import encode_path_segment
 from .._errors import InvalidTarget
 from .._target import Target
 from . import TargetUnavailable, target_from, violation_from
@@ -117,9 +116,9 @@ class _Building:
         self.nonce = secrets.token_hex(16)
         self.encoded: dict[str, str] = {}
 
-    def hold(self, value: str) -> str:
+    def hold(self, encoded: str) -> str:
         placeholder = f"{self.nonce}{len(self.encoded):08x}"
-        self.encoded[placeholder] = encode_path_segment(value)
+        self.encoded[placeholder] = encoded
         return placeholder
 
     def fill(self, url: str) -> str:
@@ -150,13 +149,11 @@ class SegmentConverter:
         return _segments.decode(value) if _ON_VIEW.get() else value
 
     def to_url(self, value: object) -> str:
-        text = str(value)
-        if text in ("", ".", ".."):
-            # RFC 3986 §5.2.4: no escape of "." survives dot-segment removal.
-            raise ValueError(f"a segment parameter cannot be {text!r}")
+        encoded = _segments.url_text(value)  # refuses "", "." and ".."
         building = _BUILDING.get()
         if building is not None:
-            return building.hold(text)
+            return building.hold(encoded)
+        text = str(value)
         if "/" in text:
             # Django's reverse quotes '%' and keeps '/' raw: it can only build
             # '/units/kg/s', which names two segments, never '/units/kg%2Fs'.

@@ -40,7 +40,6 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter, Map, MapAdapter, RoutingException
 
 from .. import _segments
-from .._encode import encode_path_segment
 from .._errors import InvalidTarget
 from .._target import Target
 from . import TargetUnavailable, target_from, violation_from
@@ -78,11 +77,7 @@ class SegmentConverter(BaseConverter):
         return _segments.decode(value)
 
     def to_url(self, value: Any) -> str:
-        text = str(value)
-        if text in ("", ".", ".."):
-            # RFC 3986 §5.2.4: no escape of "." survives dot-segment removal.
-            raise ValueError(f"a segment parameter cannot be {text!r}")
-        return encode_path_segment(text)
+        return _segments.url_text(value)
 
 
 #: Marks a URL map that routes on the guard's view (see :func:`_route_on_views`).

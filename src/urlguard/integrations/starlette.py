@@ -43,7 +43,6 @@ from starlette.requests import HTTPConnection
 from starlette.routing import Match, Route, WebSocketRoute
 
 from .. import _segments
-from .._encode import encode_path_segment
 from .._errors import InvalidTarget
 from .._target import Target
 from . import TargetUnavailable, target_from, violation_from
@@ -79,11 +78,7 @@ class SegmentConvertor(Convertor[str]):
         return _segments.decode(value) if _on_view.get() else value
 
     def to_string(self, value: str) -> str:
-        value = str(value)
-        if value in ("", ".", ".."):
-            # RFC 3986 §5.2.4: no escape of "." survives dot-segment removal.
-            raise ValueError(f"a segment parameter cannot be {value!r}")
-        return encode_path_segment(value)
+        return _segments.url_text(value)
 
 
 register_url_convertor("segment", SegmentConvertor())
