@@ -194,6 +194,9 @@ def test_a_request_without_a_view_is_bound_as_before(parser: Any) -> None:
     assert adapter.match() == ("pair", {"a": "kg", "b": "s"})
     environ[_segments.VIEW_KEY] = "/units/kg\x00s"
     assert app.url_map.bind_to_environ(environ).match() == ("units", {"unit": "kg/s"})
+    # A path passed to match is not the view: its U+0000 is itself.
+    on_view = app.url_map.bind_to_environ(environ)
+    assert on_view.match("/units/a\x00b") == ("units", {"unit": "a\x00b"})
     # werkzeug binds a request as its environ.
     assert app.url_map.bind_to_environ(Request(environ)).match() == ("units", {"unit": "kg/s"})
     assert environ["PATH_INFO"] == "/units/kg/s"
@@ -229,6 +232,24 @@ def test_under_split_path_params_a_segment_never_sees_the_parameters(parser: Any
     assert get("/units/kg;v=1") == (200, {"route": "units", "unit": "kg"})
     assert get("/units/kg%2Fs;v=1") == (200, {"route": "units", "unit": "kg/s"})
     assert get("/repos/o;a=1/n%2Fn;b=2") == (200, {"route": "repo", "owner": "o", "name": "n/n"})
+
+
+# U+0000 stands for a kept '/' in a view only; this policy admits a real one
+# (and so cannot route a kept '/': the view could not tell them apart).
+NUL_TABLE: list[Any] = [
+    P("/units/a%00b", 200, {"route": "units", "unit": "a\x00b"}, id="nul-is-itself"),
+    P("/units/a%00b/c", 200, {"route": "pair", "a": "a\x00b", "b": "c"}, id="nul-elsewhere"),
+    P("/units/a%2Fb", 400, "encoded-slash", id="no-kept-slash"),
+    P("/units/kg", 200, {"route": "units", "unit": "kg"}, id="plain"),
+]
+
+
+@pytest.mark.parametrize(("target", "status", "expected"), NUL_TABLE)
+def test_a_decoded_nul_is_itself_where_the_policy_allows_it(
+    parser: Any, target: str, status: int, expected: Any
+) -> None:
+    get = client_get(build(parser=parser, policy=Policy(allow_chars="\x00")))
+    assert get(target) == (status, expected)
 
 
 def test_routes_added_after_the_first_request_are_seen(parser: Any) -> None:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable, MutableMapping
+from contextvars import ContextVar
 from typing import Any, Final
 
 from flask import Flask, request
@@ -74,7 +75,9 @@ class SegmentConverter(BaseConverter):
     part_isolating = True
 
     def to_python(self, value: str) -> str:
-        return _segments.decode(value)
+        # Only text cut from a view stands for a kept '/' by U+0000; on the
+        # server's path, under a policy that allows U+0000, it is itself.
+        return _segments.decode(value) if _on_view.get() else value
 
     def to_url(self, value: Any) -> str:
         return _segments.url_text(value)
@@ -82,6 +85,23 @@ class SegmentConverter(BaseConverter):
 
 #: Marks a URL map that routes on the guard's view (see :func:`_route_on_views`).
 _ROUTES_ON_VIEWS: Final = "_urlguard_routes_on_views"
+
+#: Set while an adapter bound to a view matches it (see :func:`_match_on_view`).
+_on_view: ContextVar[bool] = ContextVar("urlguard_flask_on_view", default=False)
+
+
+def _match_on_view(match: Callable[..., Any]) -> Callable[..., Any]:
+    """An adapter's ``match``, converting as on a view when it matches its
+    own ``path_info`` (the view); a ``path_info`` passed in is not one."""
+
+    def on_view(path_info: str | None = None, *args: Any, **kwargs: Any) -> Any:
+        token = _on_view.set(path_info is None)
+        try:
+            return match(path_info, *args, **kwargs)
+        finally:
+            _on_view.reset(token)
+
+    return on_view
 
 
 def _route_on_views(url_map: Map) -> None:
@@ -109,6 +129,9 @@ def _route_on_views(url_map: Map) -> None:
         view = carrier.get(_segments.VIEW_KEY)
         if view is not None:
             adapter.path_info = view
+            # Flask matches later (its request context), and werkzeug calls
+            # the converters there: the flag must be set around that call.
+            adapter.match = _match_on_view(adapter.match)  # type: ignore[method-assign]
         return adapter
 
     url_map.bind_to_environ = types.MethodType(bind_to_environ, url_map)  # type: ignore[method-assign]
