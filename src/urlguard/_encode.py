@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from typing import Final, Literal
 
 from . import _grammar as g
+from ._host import ends_in_a_number
 
 Space = Literal["+", "%20"]
 Query = Mapping[str, str] | Iterable[tuple[str, str]]
@@ -265,19 +266,6 @@ def build_target(segments: Iterable[str], query: Query = (), *, space: Space = "
     return f"{target}?{encoded_query}" if encoded_query else target
 
 
-def _is_ipv4_like(host: str) -> bool:
-    # WHATWG URL "ends in a number checker": browsers read a host whose last
-    # label is decimal or 0x-hex as IPv4 ("1.2.3" is 1.2.0.3, "0x7f.1" is
-    # 127.0.0.1); anything but a plain dotted quad is refused as ambiguous.
-    labels = host.split(".")
-    if labels[-1] == "" and len(labels) > 1:
-        labels.pop()
-    last = labels[-1]
-    if last.isascii() and last.isdigit():
-        return True
-    return last[:2].lower() == "0x" and all(c in _HEXDIGITS for c in last[2:])
-
-
 def _ascii_host(host: str) -> str:
     try:
         address = ipaddress.ip_address(host)
@@ -295,7 +283,9 @@ def _ascii_host(host: str) -> str:
     # The builder takes decoded names, so '%' is refused rather than guessed at.
     if host.encode("ascii").translate(None, _REG_NAME_BYTES):
         raise ValueError("host has characters that a reg-name does not allow (RFC 3986 §3.2.2)")
-    if _is_ipv4_like(host):
+    # Browsers read a host whose last label is decimal or 0x-hex as IPv4
+    # ("0x7f.1" is 127.0.0.1): anything but a plain dotted quad is ambiguous.
+    if ends_in_a_number(host):
         raise ValueError("host looks like an IPv4 address but is not a dotted quad")
     return host.lower()
 

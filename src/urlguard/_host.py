@@ -44,7 +44,7 @@ from typing import Final, NamedTuple
 
 from ._errors import Component, InvalidTarget
 
-__all__ = ["MAX_NAME", "Host", "parse_host"]
+__all__ = ["MAX_NAME", "Host", "ends_in_a_number", "parse_host"]
 
 #: RFC 1123 §2.1 (as RFC 1035 §2.3.4 counts it, without the trailing dot).
 MAX_NAME: Final = 253
@@ -111,6 +111,16 @@ def parse_host(raw: bytes, component: Component = "host") -> Host:
     name = text if colon < 0 else text[:colon]
     _check_name(name, component)  # before the port: the offset is the leftmost fault
     return Host(name.lower(), None if colon < 0 else _port(text, colon, component))
+
+
+def ends_in_a_number(name: str) -> bool:
+    """The WHATWG URL Standard's "ends in a number checker": whether the last
+    label of ``name``, one trailing dot aside, is a number (:data:`_NUMBER_RE`),
+    so that a browser reads ``name`` as an IPv4 address ("1.2.3" is 1.2.0.3)."""
+    labels = name.split(".")
+    if labels[-1] == "" and len(labels) > 1:
+        labels.pop()
+    return _NUMBER_RE.fullmatch(labels[-1]) is not None
 
 
 def _port(text: str, at: int, component: Component) -> int | None:
