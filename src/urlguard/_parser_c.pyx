@@ -1,4 +1,4 @@
-# cython: language_level=3
+# cython: language_level=3, binding=False
 """The compiled parser: ``parse_target`` and ``parse_split_target`` in C.
 
 Same contract as the reference (``urlguard._parser_py``), to the byte: the
