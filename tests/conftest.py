@@ -36,6 +36,8 @@ import pytest
 import urlguard
 import urlguard._parser
 from urlguard import Policy, Target
+from urlguard._host import Host
+from urlguard._parser_py import HostValue
 
 REFERENCE_MODULE = "urlguard._parser_py"
 COMPILED_MODULE = "urlguard._parser_c"
@@ -45,12 +47,15 @@ MODULES = {"python": REFERENCE_MODULE, "compiled": COMPILED_MODULE}
 
 class Parser(ModuleType, metaclass=ABCMeta):
     """What a parser module holds, for the type checker: ``urlguard._parser_py``
-    and ``urlguard._parser_c`` both export these two functions. Nothing is an
+    and ``urlguard._parser_c`` both export these functions. Nothing is an
     instance of it: the fixture hands over the module itself, typed as this."""
 
     @abstractmethod
     def parse_target(
-        self, raw: bytes | bytearray | memoryview | str, policy: Policy | None = None
+        self,
+        raw: bytes | bytearray | memoryview | str,
+        policy: Policy | None = None,
+        host: HostValue = None,
     ) -> Target: ...
 
     @abstractmethod
@@ -59,7 +64,11 @@ class Parser(ModuleType, metaclass=ABCMeta):
         raw_path: bytes | bytearray | memoryview,
         query: bytes | bytearray | memoryview,
         policy: Policy,
+        host: HostValue = None,
     ) -> Target: ...
+
+    @abstractmethod
+    def host_header(self, headers: object, known: dict[bytes, Host]) -> Host | bytes | None: ...
 
 
 #: The parser urlguard chose at import (``urlguard.parse_target`` is its
@@ -97,6 +106,8 @@ def target_fields(target: urlguard.Target) -> tuple[object, ...]:
         target.raw_path,
         target.raw_query,
         target.authority,
+        target.host,
+        target.port,
         target.segments,
         target.params,
         target.query,

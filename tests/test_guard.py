@@ -46,6 +46,7 @@ from urlguard._guard import (
     Request,
     rebuild_target,
 )
+from urlguard._host import Host
 
 P = pytest.param
 Carrier = dict[str, Any]
@@ -206,20 +207,27 @@ def test_middleware_hands_its_options_to_its_guard(
 
 
 class Recording:
-    """A parser module's two functions: which the guard called, with what,
-    then the answer of the parser it wraps."""
+    """A parser module's functions: which the guard called, with what, then
+    the answer of the parser it wraps."""
 
     def __init__(self, parser: Parser) -> None:
         self.parser = parser
         self.calls: list[tuple[str, bytes]] = []
 
-    def parse_target(self, raw: bytes, policy: Policy | None = None) -> Target:
+    def parse_target(
+        self, raw: bytes, policy: Policy | None = None, host: Host | None = None
+    ) -> Target:
         self.calls.append(("parse_target", raw))
-        return self.parser.parse_target(raw, policy)
+        return self.parser.parse_target(raw, policy, host)
 
-    def parse_split_target(self, raw_path: bytes, query: bytes, policy: Policy) -> Target:
+    def parse_split_target(
+        self, raw_path: bytes, query: bytes, policy: Policy, host: Host | None = None
+    ) -> Target:
         self.calls.append(("parse_split_target", raw_path + b"?" + query))
-        return self.parser.parse_split_target(raw_path, query, policy)
+        return self.parser.parse_split_target(raw_path, query, policy, host)
+
+    def host_header(self, headers: object, known: dict[bytes, Host]) -> Host | bytes | None:
+        return self.parser.host_header(headers, known)
 
 
 GIVEN_PARSER = [

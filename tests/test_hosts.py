@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from urlguard import Config, InvalidTarget, Target
+from urlguard import Config, InvalidTarget, Policy, Target
+from urlguard._host import Host
 from urlguard._hosts import VERDICTS, AllowedHosts
 from urlguard.asgi import StrictURLMiddleware as ASGIGuard
 from urlguard.wsgi import StrictURLMiddleware as WSGIGuard
@@ -28,8 +29,11 @@ def asgi(
     version: str = "1.1",
     kind: str = "http",
     parser: Any = None,
+    times: int = 1,
 ) -> tuple[int, dict[str, Any]]:
-    """The status the guarded app answers (200: it ran) and the scope it saw."""
+    """The status the guarded app answers (200: it ran) and the scope it saw,
+    the last of ``times`` requests to one guard (a host judged once is
+    looked up in its verdict table afterwards)."""
     seen: dict[str, Any] = {}
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
@@ -46,17 +50,20 @@ def asgi(
         return {"type": "http.request", "body": b"", "more_body": False}
 
     guard = ASGIGuard(app, parser=parser, **guard_options)
-    scope = {
-        "type": kind,
-        "http_version": version,
-        "method": "GET",
-        "raw_path": raw,
-        "path": raw.decode("latin-1"),
-        "query_string": b"",
-        "root_path": "",
-        "headers": headers,
-    }
-    asyncio.run(guard(scope, receive, send))
+    for _ in range(times):
+        seen.clear()
+        sent.clear()
+        scope = {
+            "type": kind,
+            "http_version": version,
+            "method": "GET",
+            "raw_path": raw,
+            "path": raw.decode("latin-1"),
+            "query_string": b"",
+            "root_path": "",
+            "headers": list(headers),
+        }
+        asyncio.run(guard(scope, receive, send))
     status = next((m["status"] for m in sent if "status" in m), 0)
     return status, seen
 
@@ -147,13 +154,114 @@ def _expect(status: int, seen: dict[str, Any], expected: Any) -> None:
     assert (target.host, target.port) == expected
 
 
+@pytest.mark.parametrize("times", [1, 2], ids=["judged", "from the table"])
 @pytest.mark.parametrize(("headers", "version", "raw", "allowed", "expected"), TABLE)
 def test_asgi(
-    parser: Any, headers: Headers, version: str, raw: bytes, allowed: Any, expected: Any
+    parser: Any,
+    headers: Headers,
+    version: str,
+    raw: bytes,
+    allowed: Any,
+    expected: Any,
+    times: int,
 ) -> None:
     options = {} if allowed is None else {"allowed_hosts": allowed}
-    status, seen = asgi(options, headers, raw=raw, version=version, parser=parser)
+    status, seen = asgi(options, headers, raw=raw, version=version, parser=parser, times=times)
     _expect(status, seen, expected)
+
+
+# Headers of shapes no server sends but the ASGI spec's types allow, each read
+# the slow way: (headers, expected: rule or (host, port)).
+ODD_HEADERS: list[Any] = [
+    P(((b"host", b"a.com"),), ("a.com", None), id="a tuple of pairs"),
+    P([[b"host", b"a.com"]], ("a.com", None), id="a list as a pair"),
+    P([(bytearray(b"host"), b"a.com")], ("a.com", None), id="a bytearray name"),
+    P([(b"host", bytearray(b"a.com"))], ("a.com", None), id="a bytearray value"),
+    P([(b"host", bytearray(b"a b"))], "bad-host", id="a bad bytearray value"),
+    P([(b"host", "a.com")], "bad-host", id="a str value"),
+    P([(b"host", None)], "bad-host", id="no value"),
+    P([(b"host", None), (b"host", b"a.com")], "bad-host", id="no value, then one"),
+    P([(b"host", 7)], "bad-host", id="a number"),
+    P([(b"host", 10**12), (b"host", 10**12)], "bad-host", id="two numbers, never bytes(n)"),
+    P([(b"Host", b"a.com")], "bad-host", id="not lower case: not Host"),
+    P([(b"accept", b"*/*"), (b"host", b"a.com"), (b"x", b"y")], ("a.com", None), id="among"),
+]
+
+
+@pytest.mark.parametrize("times", [1, 2], ids=["judged", "from the table"])
+@pytest.mark.parametrize(("headers", "expected"), ODD_HEADERS)
+def test_headers_of_odd_shapes(parser: Any, headers: Any, expected: Any, times: int) -> None:
+    status, seen = asgi({}, headers, parser=parser, times=times)
+    _expect(status, seen, expected)
+
+
+# host_header(headers, known) -> what it answers: a Host from the table, the
+# value to judge, or None (read the headers the slow way).
+A_COM = Host("a.com", None)
+HOST_HEADER: list[Any] = [
+    P([(b"host", b"a.com")], {}, b"a.com", id="the value"),
+    P([(b"host", b"a.com")], {b"a.com": A_COM}, A_COM, id="judged"),
+    P([(b"x", b"y"), (b"host", b"a.com")], {b"a.com": A_COM}, A_COM, id="after another"),
+    P([], {}, None, id="none"),
+    P([(b"host", b"")], {}, None, id="empty"),
+    P([(b"host", b"a.com"), (b"host", b"a.com")], {b"a.com": A_COM}, None, id="twice"),
+    P([(b"host", None), (b"host", b"a.com")], {}, None, id="twice, one None"),
+    P([(b"host", bytearray(b"a.com"))], {}, None, id="a bytearray"),
+    P([(b"host", "a.com")], {}, None, id="a str"),
+    P([(b"host", b"a.com", b"x")], {}, None, id="three items"),
+    P([[b"host", b"a.com"]], {}, None, id="a list pair"),
+    P([("host", b"a.com")], {}, None, id="a str name"),
+    P(((b"host", b"a.com"),), {}, None, id="a tuple"),
+    P(None, {}, None, id="no headers"),
+    P([(b"Host", b"a.com")], {}, None, id="Host"),
+    P([(b"hosts", b"a.com"), (b"hos", b"b")], {}, None, id="near names"),
+]
+
+
+@pytest.mark.parametrize(("headers", "known", "expected"), HOST_HEADER)
+def test_host_header(parser: Any, headers: Any, known: dict[bytes, Host], expected: Any) -> None:
+    got = parser.host_header(headers, known)
+    assert got == expected
+    assert type(got) is type(expected)
+
+
+# parse_target(raw, policy, host): the host first, then the target, then
+# whether an absolute-form target names it. (raw, host, expected)
+PARSE_WITH_HOST: list[Any] = [
+    P(b"/x", b"Example.com:8080", ("example.com", 8080), id="bytes"),
+    P(b"/x", "example.com", ("example.com", None), id="str"),
+    P(b"/x", A_COM, ("a.com", None), id="a judged Host"),
+    P(b"/x", None, (None, None), id="none"),
+    P(b"http://a.com/x", None, ("a.com", None), id="the authority's"),
+    P(b"http://a.com/x", b"a.com:80", ("a.com", 80), id="the header's"),
+    P(b"http://A.com:8080/x", b"a.com:8080", ("a.com", 8080), id="the same authority"),
+    P(b"http://a.com/x", b"b.com", "bad-host", id="another"),
+    P(b"https://a.com/x", b"a.com:80", "bad-host", id="another port"),
+    P(b"/x", b"a b", "bad-host", id="invalid"),
+    P(b"/x", "café.fr", "bad-host", id="not ASCII"),
+    P(b"/x", b"", "bad-host", id="empty"),
+    P(b"/x%zz", b"a b", "bad-host", id="the host first"),
+    P(b"/x%zz", b"a.com", "malformed-escape", id="then the target"),
+]
+
+
+@pytest.mark.parametrize(("raw", "host", "expected"), PARSE_WITH_HOST)
+def test_parse_with_a_host(parser: Any, raw: bytes, host: Any, expected: Any) -> None:
+    if isinstance(expected, str):
+        with pytest.raises(InvalidTarget) as caught:
+            parser.parse_target(raw, None, host)
+        assert caught.value.rule == expected
+        assert caught.value.component == ("host" if expected == "bad-host" else "path")
+        return
+    target = parser.parse_target(raw, None, host)
+    assert (target.host, target.port) == expected
+    assert parser.parse_split_target(*raw.partition(b"?")[::2], Policy(), host) == target
+
+
+@pytest.mark.parametrize("host", [1, 1.0, object()])
+def test_a_host_of_another_type_is_a_type_error(parser: Any, host: Any) -> None:
+    with pytest.raises(TypeError, match="host must be bytes, str or None"):
+        parser.parse_target(b"/x", None, host)
 
 
 # An environ holds one HTTP_HOST: servers merge repeated lines ("a, evil",

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from conftest import implementation_module, target_fields
 from urlguard import InvalidTarget, Policy, Target
 from urlguard import _grammar as g
+from urlguard._host import Host
 
 P = pytest.param
 ALL_EXTRA = g.to_str(g.ALLOWABLE_RAW_EXTRA)
@@ -188,6 +189,51 @@ def test_compiled_split_entry_agrees(
     expected = verdict(lambda: reference.parse_target(joined, policy))
     assert got == expected
     assert got == verdict(lambda: reference.parse_split_target(path, query, policy))
+
+
+# Host values for parse_target(raw, policy, host): valid, invalid, str, none.
+HOSTS: list[bytes | str | None] = [b"a.com", b"A.com:80", b"a.com:443", b"b.com", b"[::1]"]
+HOSTS += [b"[::1]:8080", b"h", b"", b"a b", b"0x7f.1", b"a.com:", "a.com", "café.fr", None]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    raw=st.one_of(valid_targets(), token_targets),
+    host=st.one_of(st.sampled_from(HOSTS), st.binary(max_size=12)),
+    policy=st.sampled_from(POLICY_VALUES),
+)
+def test_compiled_agrees_with_a_host(
+    compiled: ModuleType, reference: ModuleType, raw: bytes, host: Any, policy: Policy
+) -> None:
+    got = verdict(lambda: compiled.parse_target(raw, policy, host))
+    assert got == verdict(lambda: reference.parse_target(raw, policy, host)), (raw, host)
+
+
+HEADER_NAMES = [b"host", b"Host", b"hos", b"hosts", b"accept", bytearray(b"host"), "host"]
+HEADER_VALUES = [b"a.com", b"", b"b.com", bytearray(b"a.com"), None, 7, "a.com"]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    headers=st.lists(
+        st.one_of(
+            st.tuples(st.sampled_from(HEADER_NAMES), st.sampled_from(HEADER_VALUES)),
+            st.lists(st.sampled_from(HEADER_NAMES), max_size=3),
+            st.tuples(st.sampled_from(HEADER_NAMES)),
+        ),
+        max_size=5,
+    ),
+    as_tuple=st.booleans(),
+)
+def test_compiled_reads_the_host_header_as_the_reference(
+    compiled: ModuleType, reference: ModuleType, headers: list[Any], as_tuple: bool
+) -> None:
+    known = {b"a.com": Host("a.com", None)}
+    given_headers = tuple(headers) if as_tuple else headers
+    got = compiled.host_header(given_headers, known)
+    expected = reference.host_header(given_headers, known)
+    assert got == expected
+    assert type(got) is type(expected)
 
 
 @settings(max_examples=300, deadline=None)

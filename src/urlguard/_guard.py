@@ -14,8 +14,8 @@ and asks :meth:`Guard.decide`, which answers one of:
 The common case is one test for the adapter (``decision is None``), and the
 guard stores the target itself: on every request, no ``isinstance`` chain.
 The guard parses with the parser it was given (``parser``: a module with
-``parse_target`` and ``parse_split_target``), by default the one chosen at
-import (``urlguard._parser``).
+``parse_target``, ``parse_split_target`` and ``host_header``), by default
+the one chosen at import (``urlguard._parser``).
 
 Everything else happens here, once for both: the options, checked at
 construction (``TypeError``/``ValueError`` naming the keyword); the mount
@@ -52,7 +52,7 @@ from ._answers import Answer, answer, refusal, rejection
 from ._config import MODES, Config, Mode, check_prefix, load_config, route_policy
 from ._errors import InvalidTarget
 from ._host import Host
-from ._hosts import AllowedHosts, HostCheck, same_authority
+from ._hosts import AllowedHosts, HostCheck
 from ._policy import DEFAULT_POLICY, Policy
 from ._routes import Route, RouteTable, is_server_wide_options, unmount
 from ._segments import ROUTERS, SLASH, VIEW_KEY, SegmentRouter, view_of
@@ -120,7 +120,6 @@ class Guard(Generic[C, A]):
 
     __slots__ = (
         "_kept",
-        "_known",
         "_lock",
         "_parse",
         "_parse_split",
@@ -128,7 +127,9 @@ class Guard(Generic[C, A]):
         "_violations",
         "app",
         "checked",
+        "host_header",
         "hosts",
+        "known_hosts",
         "log_level",
         "missing",
         "missing_raw_target",
@@ -173,9 +174,15 @@ class Guard(Generic[C, A]):
         self.owner = owner
         self.parser = _parser_module(owner, parser)
         _parser.warn_if_pure()  # pip hides the build's output: say it once here
-        # Bound once: the two functions every request calls.
-        self._parse: Callable[[bytes, Policy], Target] = self.parser.parse_target
-        self._parse_split: Callable[[bytes, bytes, Policy], Target] = self.parser.parse_split_target
+        # Bound once: the functions every request calls.
+        self._parse: Callable[[bytes, Policy, Host | None], Target] = self.parser.parse_target
+        self._parse_split: Callable[[bytes, bytes, Policy, Host | None], Target] = (
+            self.parser.parse_split_target
+        )
+        #: ASGI's Host, judged if the verdict table has it (``_parser_py.host_header``).
+        self.host_header: Callable[[object, dict[bytes, Host]], Host | bytes | None] = (
+            self.parser.host_header
+        )
         self.protocol = protocol
         self._read = read
         self.missing = missing
@@ -197,7 +204,8 @@ class Guard(Generic[C, A]):
         self.hosts = HostCheck(
             None if allowed_hosts is None else AllowedHosts(allowed_hosts, owner)
         )
-        self._known = self.hosts.known  # the table itself: one lookup on every request
+        #: The verdict table itself (``HostCheck.known``): one lookup on every request.
+        self.known_hosts = self.hosts.known
         self.table = RouteTable(self.policy, pairs, owner)
         self.routes = self.table.routes
         self.routed = bool(self.routes)  # a bool: the quickest test on every request
@@ -248,7 +256,7 @@ class Guard(Generic[C, A]):
         query: bytes | None,
         mount: bytes | None,
         carrier: C,
-        host: bytes | None = None,
+        host: bytes | Host | None = None,
     ) -> Answer | A | None:
         """What to do with one request (see the module documentation).
 
@@ -257,33 +265,30 @@ class Guard(Generic[C, A]):
         the path, the query being ``query`` (ASGI: ``/a?`` and ``/a`` look
         alike). ``mount`` is the decoded mount point, as bytes, or ``None``.
         ``host`` is the Host value (``_hosts``: ``b""`` when an HTTP/1.1
-        request has none, several joined by ``", "``), or ``None`` when
-        there is nothing to check (HTTP/1.0 without Host). It is checked
-        first; an absolute-form target must name the same authority. An
-        accepted target is stored in ``carrier`` at ``"urlguard.target"``,
-        with its host, and the answer is ``None``: call the application.
+        request has none, several joined by ``", "``), a ``Host`` the verdict
+        table gave for it already, or ``None`` when there is nothing to
+        check (HTTP/1.0 without Host). It is checked first; the parser gives
+        it to the target, and an absolute-form target must name the same
+        authority. An accepted target is stored in ``carrier`` at
+        ``"urlguard.target"``, and the answer is ``None``: call the application.
         """
         # One increment, no lock: this is every request's cost. Under the GIL
         # CPython switches threads only at calls and backward jumps, never
         # between this read and write; a free-threaded build may lose one.
         self.checked += 1
-        known: Host | None = None
-        if host is not None:
-            known = self._known.get(host)
+        known: Host | None = host  # type: ignore[assignment]  # bytes are judged just below
+        if type(host) is bytes:
+            known = self.known_hosts.get(host)
             if known is None:
                 try:
                     known = self.hosts.judge(host)
                 except InvalidTarget as exc:
-                    return self._host_invalid(exc, raw, query, carrier, host)
-        if raw is None or (mount is not None and self.routed):
-            if raw is None:
-                decision = self._without_raw_target(mount, carrier)
-            else:
-                assert mount is not None  # the condition above
-                decision = self._decide_mounted(raw, query, mount, carrier)
-            if decision is None and known is not None:
-                return self._set_host(carrier.get(TARGET_KEY), known, raw, query, carrier, host)
-            return decision
+                    whole = b"" if raw is None else raw if not query else b"?".join((raw, query))
+                    return self.decide_invalid(exc, whole, carrier, host=host)
+        if raw is None:
+            return self._without_raw_target(mount, carrier, known)
+        if mount is not None and self.routed:
+            return self._decide_mounted(raw, query, mount, carrier, known)
         if mount is not None:
             below = unmount(raw, mount)
             prefix = mount if below is not raw else b""
@@ -293,53 +298,23 @@ class Guard(Generic[C, A]):
         policy = self.table.select(raw) if self.routed else self.policy
         try:
             if query is None:
-                carrier[TARGET_KEY] = target = self._parse(raw, policy)
+                carrier[TARGET_KEY] = target = self._parse(raw, policy, known)
             else:
-                carrier[TARGET_KEY] = target = self._parse_split(raw, query, policy)
+                carrier[TARGET_KEY] = target = self._parse_split(raw, query, policy, known)
         except InvalidTarget as exc:
             if exc.rule == "encoded-slash" and ROUTERS:
-                broken = self._route_segments(exc, raw, query, (policy,), prefix, carrier)
+                broken = self._route_segments(exc, raw, query, (policy,), prefix, carrier, known)
                 if broken is None:
-                    if known is not None:
-                        return self._set_host(carrier[TARGET_KEY], known, raw, query, carrier, host)
                     return None
                 exc = broken
-            return self.decide_invalid(exc, raw if not query else b"?".join((raw, query)), carrier)
-        if known is not None:
-            if target.authority is not None:
-                return self._set_host(target, known, raw, query, carrier, host)
-            target._host = known
+            target_bytes = raw if not query else b"?".join((raw, query))
+            return self.decide_invalid(exc, target_bytes, carrier, host=host)
         if self.split and b";" in raw and ROUTERS:
             self._store_view(target, prefix, carrier)
         return None
 
-    def _host_invalid(
-        self, exc: InvalidTarget, raw: bytes | None, query: bytes | None, carrier: C, host: bytes
-    ) -> Answer | A | None:
-        target = b"" if raw is None else raw if not query else b"?".join((raw, query))
-        return self.decide_invalid(exc, target, carrier, host=host)
-
-    def _set_host(
-        self,
-        target: Target | None,
-        known: Host,
-        raw: bytes | None,
-        query: bytes | None,
-        carrier: C,
-        host: bytes | None,
-    ) -> Answer | A | None:
-        """Give an accepted ``target`` the host ``known`` it came with; an
-        absolute-form target must name the same one (RFC 9112 §3.2.2)."""
-        if target is None:  # report-only mode, or OPTIONS *: no target to give it to
-            return None
-        if target.authority is not None and not same_authority(target, known):
-            disagreeing = InvalidTarget("bad-host", "host", None, 0)
-            return self._host_invalid(disagreeing, raw, query, carrier, host or b"")
-        target._host = known
-        return None
-
     def _decide_mounted(
-        self, raw: bytes, query: bytes | None, mount: bytes, carrier: C
+        self, raw: bytes, query: bytes | None, mount: bytes, carrier: C, host: Host | None
     ) -> Answer | A | None:
         """``decide`` with per-route policies below a mount point: the target
         must pass the policy of every route the application may route it to
@@ -350,16 +325,17 @@ class Guard(Generic[C, A]):
         try:
             for policy in reversed(policies):  # the first one's target is the one stored
                 if query is None:
-                    carrier[TARGET_KEY] = target = self._parse(raw, policy)
+                    carrier[TARGET_KEY] = target = self._parse(raw, policy, host)
                 else:
-                    carrier[TARGET_KEY] = target = self._parse_split(raw, query, policy)
+                    carrier[TARGET_KEY] = target = self._parse_split(raw, query, policy, host)
         except InvalidTarget as exc:
             if exc.rule == "encoded-slash" and ROUTERS:
-                broken = self._route_segments(exc, raw, query, policies, prefix, carrier)
+                broken = self._route_segments(exc, raw, query, policies, prefix, carrier, host)
                 if broken is None:
                     return None
                 exc = broken
-            return self.decide_invalid(exc, raw if not query else b"?".join((raw, query)), carrier)
+            target_bytes = raw if not query else b"?".join((raw, query))
+            return self.decide_invalid(exc, target_bytes, carrier, host=host)
         if self.split and b";" in raw and ROUTERS:
             self._store_view(target, prefix, carrier)
         return None
@@ -372,6 +348,7 @@ class Guard(Generic[C, A]):
         policies: tuple[Policy, ...],
         prefix: bytes,
         carrier: C,
+        host: Host | None,
     ) -> InvalidTarget | None:
         """A ``%2F`` (``exc``: ``encoded-slash``) that a ``segment`` route may
         take: ``None`` when the application's router hands every kept ``/``
@@ -396,9 +373,9 @@ class Guard(Generic[C, A]):
                 if kept is None:
                     kept = self._kept[id(policy)] = policy.replace(encoded_slash="keep")
                 if query is None:
-                    target = self._parse(raw, kept)
+                    target = self._parse(raw, kept, host)
                 else:
-                    target = self._parse_split(raw, query, kept)
+                    target = self._parse_split(raw, query, kept, host)
         except InvalidTarget as broken:
             return broken
         assert target is not None  # policies is never empty
@@ -435,11 +412,11 @@ class Guard(Generic[C, A]):
         target: bytes,
         carrier: C,
         request: Request | None = None,
-        host: bytes | None = None,
+        host: bytes | Host | None = None,
     ) -> Answer | A | None:
         """The decision for a request whose ``target`` (or ``host``) broke a
         rule (``exc``): passed on for ``OPTIONS *`` and in report-only mode,
-        else answered."""
+        else answered. ``host`` goes into the log line of a host violation."""
         if request is None:
             request = self._read(carrier)
         if exc.component != "host" and is_server_wide_options(request.method, target):
@@ -456,7 +433,9 @@ class Guard(Generic[C, A]):
             request.method, 400, content_type, body, f"invalid request target: {exc.rule}"
         )
 
-    def _without_raw_target(self, mount: bytes | None, carrier: C) -> Answer | A | None:
+    def _without_raw_target(
+        self, mount: bytes | None, carrier: C, host: Host | None
+    ) -> Answer | A | None:
         request = self._read(carrier)
         target = b""
         if request.path is not None:
@@ -465,9 +444,9 @@ class Guard(Generic[C, A]):
                 target = unmount(target, mount)
         if request.path is not None and self.missing_raw_target == "validate-decoded":
             try:
-                carrier[TARGET_KEY] = self.check_decoded(target)
+                carrier[TARGET_KEY] = self.check_decoded(target, host)
             except InvalidTarget as exc:
-                return self.decide_invalid(exc, target, carrier, request)
+                return self.decide_invalid(exc, target, carrier, request, host)
             return None
         if is_server_wide_options(request.method, target):
             return None
@@ -487,7 +466,7 @@ class Guard(Generic[C, A]):
             request.method, 501, content_type, body, "no raw request target", no_store=True
         )
 
-    def check_decoded(self, rebuilt: bytes) -> Target:
+    def check_decoded(self, rebuilt: bytes, host: Host | None = None) -> Target:
         """Validate what a server without a raw target leaves
         (``missing_raw_target="validate-decoded"``): ``rebuilt`` comes from
         :func:`rebuild_target`, so strict UTF-8, forbidden characters, dot and
@@ -508,16 +487,21 @@ class Guard(Generic[C, A]):
         # literal '%' as %25, so this finds exactly the U+FFFD characters.
         at = path.find(_REPLACEMENT_ESCAPED)
         if at < 0:
-            return self._parse(rebuilt, policy)
+            return self._parse(rebuilt, policy, host)
         judged = path.replace(_REPLACEMENT_ESCAPED, _NEVER_UTF8) + rebuilt[len(path) :]
-        self._parse(judged, policy)  # raises: the path holds bytes that are never UTF-8
+        self._parse(judged, policy, host)  # raises: the path holds bytes that are never UTF-8
         # Not reached while invalid-utf8 has no switch; if it ever gets one, refuse anyway.
         raise InvalidTarget("invalid-utf8", "path", path.count(b"/", 0, at) - 1, at)
 
     # -- violations -----------------------------------------------------------
 
     def _record(
-        self, exc: InvalidTarget, target: bytes, carrier: C, request: Request, host: bytes | None
+        self,
+        exc: InvalidTarget,
+        target: bytes,
+        carrier: C,
+        request: Request,
+        host: bytes | Host | None,
     ) -> None:
         """Store the violation, count it, log one line and call ``on_violation``."""
         carrier.pop(TARGET_KEY, None)  # a lenient guard in front may have stored one
@@ -539,7 +523,7 @@ class Guard(Generic[C, A]):
                 escape(request.client),
                 escape(request.method),
                 escape(target),
-                "" if host is None else f" host={escape(host)}",
+                "" if host is None or exc.component != "host" else f" host={_host_text(host)}",
                 extra={
                     "urlguard_rule": exc.rule,
                     "urlguard_component": exc.component,
@@ -768,7 +752,7 @@ def _routes(owner: str, routes: object, base: Policy) -> list[tuple[str, Policy]
 def _parser_module(owner: str, parser: object) -> Any:
     if parser is None:
         return _parser.PARSER
-    for name in ("parse_target", "parse_split_target"):
+    for name in ("parse_target", "parse_split_target", "host_header"):
         if not callable(getattr(parser, name, None)):
             raise TypeError(
                 f"{owner}: parser must be a urlguard parser module (urlguard._parser_c "
@@ -791,6 +775,14 @@ def _callback(owner: str, name: str, value: object) -> Callable[..., Any] | None
 
 
 # -- escaping for log lines ---------------------------------------------------
+
+
+def _host_text(host: bytes | Host) -> str:
+    """A host for the log line: the value as received (escaped), or a judged one."""
+    if isinstance(host, Host):
+        return escape(host.name if host.port is None else f"{host.name}:{host.port}")
+    return escape(host)
+
 
 # Printable ASCII except the backslash passes; everything else is escaped.
 _UNSAFE: Final = re.compile(r"[^\x21-\x5b\x5d-\x7e]")

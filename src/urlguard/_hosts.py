@@ -106,7 +106,8 @@ def same_authority(target: Target, host: Host) -> bool:
     """An absolute-form ``target`` names the authority ``host`` names
     (RFC 9112 §3.2.2: a client sends the target's authority as Host)."""
     scheme = "https" if target.raw[:6].lower() == b"https:" else "http"
-    return agree(Host(target.host or "", target.port), host, scheme)
+    authority = parse_host((target.authority or "").encode("ascii"), "target")
+    return agree(authority, host, scheme)
 
 
 def _bare(name: str) -> str:

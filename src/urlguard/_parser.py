@@ -1,9 +1,9 @@
 """Which parser runs: the compiled one when it is there, else the reference.
 
 ``urlguard._parser_c`` (Cython) and ``urlguard._parser_py`` (pure Python)
-export the same two functions, ``parse_target`` and ``parse_split_target``,
-and give the same answer on every input; the compiled one is only faster. It
-is chosen once, at import:
+export the same functions, ``parse_target``, ``parse_split_target`` and
+``host_header`` (an ASGI scope's Host), and give the same answer on every
+input; the compiled one is only faster. It is chosen once, at import:
 
 * ``URLGUARD_NO_EXTENSIONS`` set to ``1``, ``true`` or ``yes`` (any case)
   forces the reference; ``0``, ``false``, ``no`` or empty do not;
@@ -42,7 +42,7 @@ def _no_extensions(environ: os._Environ[str] | dict[str, str] = os.environ) -> b
 
 #: The implementation this process uses, ``"compiled"`` or ``"python"``.
 IMPLEMENTATION: Literal["compiled", "python"]
-#: Its module, with ``parse_target`` and ``parse_split_target``.
+#: Its module, with ``parse_target``, ``parse_split_target`` and ``host_header``.
 PARSER: ModuleType
 
 # Why the compiled module is missing where it was wanted (CPython, no

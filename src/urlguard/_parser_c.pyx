@@ -40,11 +40,14 @@ end of the buffer, and ``tox -e asan`` runs the tests under AddressSanitizer.
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_GetItem
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
-from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeLatin1
-from libc.string cimport memchr, memcpy
+from libc.string cimport memchr, memcmp, memcpy
 
 cdef extern from "Python.h":
     object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
@@ -53,7 +56,9 @@ cdef extern from "Python.h":
     void PyUnicode_WRITE(int kind, void* data, Py_ssize_t index, Py_UCS4 value)
 
 from ._errors import InvalidTarget
-from ._parser_py import _absolute_form, _policy_of
+from ._host import Host
+from ._hosts import same_authority
+from ._parser_py import _absolute_form, _judged, _policy_of
 from ._parser_py import _as_bytes as _reference_as_bytes
 from ._policy import DEFAULT_POLICY
 from ._target import (
@@ -648,7 +653,7 @@ cdef class _Target:
 
     cdef readonly bytes raw
     cdef readonly object authority
-    cdef public object _host  # set by the guard: the Host it validated (see Target.host)
+    cdef readonly object _host  # the Host the parser was given (see Target.host)
     cdef _Rules rules
     cdef Span* spans  # the segments', then the pairs'
     cdef Py_ssize_t nseg, npair
@@ -760,8 +765,8 @@ cdef class _Target:
 Target.register(_Target)
 
 
-cdef object _new_target(bytes raw, _Rules r, object authority, const Span* segments,
-                        Py_ssize_t nseg, const Span* pairs, Py_ssize_t npair):
+cdef object _new_target(bytes raw, _Rules r, object authority, object host,
+                        const Span* segments, Py_ssize_t nseg, const Span* pairs, Py_ssize_t npair):
     cdef _Target target = _Target.__new__(_Target)
     target.spans = <Span*>PyMem_Malloc((nseg + npair) * sizeof(Span))
     if target.spans == NULL:
@@ -773,13 +778,14 @@ cdef object _new_target(bytes raw, _Rules r, object authority, const Span* segme
     target.raw = raw
     target.rules = r
     target.authority = authority
+    target._host = host
     return target
 
 
 # --- the walk ---------------------------------------------------------------------------
 
-cdef object _walk(Walk* w, _Rules r, bytes raw, Span* segments, Py_ssize_t segment_room,
-                  Span* pairs, Py_ssize_t pair_room):
+cdef object _walk(Walk* w, _Rules r, bytes raw, object host, Span* segments,
+                  Py_ssize_t segment_room, Span* pairs, Py_ssize_t pair_room):
     cdef const unsigned char* s = w.s
     cdef Py_ssize_t n = w.n, path_start = 0, path_end, nseg, npair = 0, k
     cdef const unsigned char* found
@@ -831,10 +837,10 @@ cdef object _walk(Walk* w, _Rules r, bytes raw, Span* segments, Py_ssize_t segme
         if pairs[k].first_escape >= 0 or not r.query_raw_allowed:
             if _pair(w, r, &pairs[k], k) is None:
                 return None
-    return _new_target(raw, r, authority, segments, nseg, pairs, npair)
+    return _new_target(raw, r, authority, host, segments, nseg, pairs, npair)
 
 
-cdef object _parse(bytes raw, _Rules r):
+cdef object _parse(bytes raw, _Rules r, object host):
     cdef Walk w
     cdef Span segment_stack[STACK_SPANS]
     cdef Span pair_stack[STACK_SPANS]
@@ -862,7 +868,7 @@ cdef object _parse(bytes raw, _Rules r):
             pairs = <Span*>PyMem_Malloc(pair_room * sizeof(Span))
         if w.buf == NULL or segments == NULL or pairs == NULL:
             raise MemoryError()
-        target = _walk(&w, r, raw, segments, segment_room, pairs, pair_room)
+        target = _walk(&w, r, raw, host, segments, segment_room, pairs, pair_room)
     finally:
         if w.buf != scratch:
             PyMem_Free(w.buf)
@@ -872,6 +878,9 @@ cdef object _parse(bytes raw, _Rules r):
             PyMem_Free(pairs)
     if w.rule != OK:
         raise _error(&w)
+    if host is not None and (<_Target>target).authority is not None:
+        if not same_authority(target, host):  # RFC 9112 §3.2.2
+            raise InvalidTarget("bad-host", "host", None, 0)
     return target
 
 
@@ -885,22 +894,60 @@ cdef bytes _as_bytes(object raw):
     return _reference_as_bytes(raw)
 
 
-def parse_target(raw, policy=None):
+cdef inline object _host_of(object host):
+    # A guard's Host as it is; anything else is the reference's to judge.
+    if host is None or type(host) is Host:
+        return host
+    return _judged(host)
+
+
+def parse_target(raw, policy=None, host=None):
     """``urlguard._parser_py.parse_target``, compiled: the same answer on every input."""
-    return _parse(_as_bytes(raw), _rules_for(policy))
+    host = _host_of(host)
+    return _parse(_as_bytes(raw), _rules_for(policy), host)
 
 
-def parse_split_target(raw_path, query, policy):
+def parse_split_target(raw_path, query, policy, host=None):
     """``urlguard._parser_py.parse_split_target``, compiled."""
+    host = _host_of(host)
     cdef bytes path = _as_bytes(raw_path)
     cdef bytes rest = _as_bytes(query)
     cdef _Rules r = _rules_for(policy)
     if not rest:
-        return _parse(path, r)
+        return _parse(path, r, host)
     cdef Py_ssize_t size = PyBytes_GET_SIZE(path)
     cdef bytes raw = PyBytes_FromStringAndSize(NULL, size + 1 + PyBytes_GET_SIZE(rest))
     cdef char* into = PyBytes_AS_STRING(raw)
     memcpy(into, PyBytes_AS_STRING(path), size)
     into[size] = 0x3F  # '?'
     memcpy(into + size + 1, PyBytes_AS_STRING(rest), PyBytes_GET_SIZE(rest))
-    return _parse(raw, r)
+    return _parse(raw, r, host)
+
+
+def host_header(headers, dict known not None):
+    """``urlguard._parser_py.host_header``, compiled."""
+    cdef Py_ssize_t k
+    cdef object pair, name
+    cdef bint seen = False
+    cdef PyObject* judged
+    found = None
+    if type(headers) is not list:
+        return None
+    for k in range(PyList_GET_SIZE(headers)):
+        pair = <object>PyList_GET_ITEM(headers, k)
+        if type(pair) is not tuple or PyTuple_GET_SIZE(pair) != 2:
+            return None
+        name = <object>PyTuple_GET_ITEM(pair, 0)
+        if type(name) is not bytes:
+            return None
+        if PyBytes_GET_SIZE(name) == 4 and memcmp(PyBytes_AS_STRING(name), b"host", 4) == 0:
+            if seen:
+                return None
+            found = <object>PyTuple_GET_ITEM(pair, 1)
+            seen = True
+    if type(found) is not bytes or PyBytes_GET_SIZE(found) == 0:
+        return None
+    judged = PyDict_GetItem(known, found)  # borrowed; bytes hash and compare raise nothing
+    if judged != NULL:
+        return <object>judged
+    return found

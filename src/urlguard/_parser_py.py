@@ -19,9 +19,13 @@ from urllib.parse import unquote_to_bytes
 
 from . import _grammar as g
 from ._errors import Component, InvalidTarget
-from ._host import parse_host
+from ._host import Host, parse_host
+from ._hosts import same_authority
 from ._policy import DEFAULT_POLICY, Policy
 from ._target import Pairs, Target
+
+#: What ``parse_target`` takes as a Host: the header's value, or a ``Host`` judged already.
+HostValue = bytes | bytearray | memoryview | str | Host | None
 
 _DOTS: Final = frozenset((".", ".."))
 # What a Windows path reader takes for a drive: one ASCII letter and ':'.
@@ -45,15 +49,25 @@ _SCHEME: Final = re.compile(rb"https?://", re.IGNORECASE)
 
 
 @overload
-def parse_target(raw: bytes | bytearray | memoryview, policy: Policy | None = None) -> Target: ...
+def parse_target(
+    raw: bytes | bytearray | memoryview, policy: Policy | None = None, host: HostValue = None
+) -> Target: ...
 @overload
-def parse_target(raw: str, policy: Policy | None = None) -> Target: ...
-def parse_target(raw: bytes | bytearray | memoryview | str, policy: Policy | None = None) -> Target:
+def parse_target(raw: str, policy: Policy | None = None, host: HostValue = None) -> Target: ...
+def parse_target(
+    raw: bytes | bytearray | memoryview | str, policy: Policy | None = None, host: HostValue = None
+) -> Target:
     """Split, decode and check a raw request target; return its decoded pieces.
 
     ``raw`` is the target exactly as the client sent it: bytes, or a ``str``
     (encoded as UTF-8 first, so any non-ASCII character is a ``raw-char``).
     Origin-form (``/path?query``) and http(s) absolute-form are accepted.
+
+    ``host`` is the Host header sent with it (bytes or ``str``), or ``None``
+    for none. It is checked first, by the host grammar (``bad-host``, see
+    docs/rules.md); ``Target.host`` and ``Target.port`` then read it, and an
+    absolute-form target must name the same authority (RFC 9112 §3.2.2:
+    ``bad-host`` otherwise). A guard passes the ``Host`` it has judged already.
 
     Raises :class:`InvalidTarget` naming one rule, and nothing else, whatever
     the bytes. The same input always reports the same rule.
@@ -65,21 +79,59 @@ def parse_target(raw: bytes | bytearray | memoryview | str, policy: Policy | Non
         Traceback (most recent call last):
           ...
         urlguard._errors.InvalidTarget: invalid-utf8: ...
+        >>> parse_target(b"/a", host=b"Example.com:8080").host
+        'example.com'
     """
-    return _parse(_as_bytes(raw), _policy_of(policy))
+    return _parse(_as_bytes(raw), _policy_of(policy), _judged(host))
 
 
 def parse_split_target(
-    raw_path: bytes | bytearray | memoryview, query: bytes | bytearray | memoryview, policy: Policy
+    raw_path: bytes | bytearray | memoryview,
+    query: bytes | bytearray | memoryview,
+    policy: Policy,
+    host: HostValue = None,
 ) -> Target:
     """``parse_target`` of a target that a server hands over in two parts
     (ASGI's ``raw_path`` and ``query_string``): of ``raw_path + b"?" +
     query``, or of ``raw_path`` alone when ``query`` is empty."""
     raw_path, query = _as_bytes(raw_path), _as_bytes(query)
-    return parse_target(raw_path + b"?" + query if query else raw_path, policy)
+    return parse_target(raw_path + b"?" + query if query else raw_path, policy, host)
 
 
-def _parse(raw: bytes, p: Policy) -> Target:
+def host_header(headers: object, known: dict[bytes, Host]) -> Host | bytes | None:
+    """The value of the one ``host`` header in an ASGI scope's ``headers``
+    (a list of two-item tuples, each name a ``bytes``): the ``Host`` that
+    ``known`` (a guard's verdicts) holds for it, else the value, to be
+    judged. ``None`` when there is no such header, more than one, an empty
+    or non-``bytes`` value, or the list is not of that shape: the caller
+    then reads the headers itself."""
+    if type(headers) is not list:
+        return None
+    found, seen = None, False
+    for pair in headers:
+        if type(pair) is not tuple or len(pair) != 2 or type(pair[0]) is not bytes:
+            return None
+        if pair[0] == b"host":
+            if seen:
+                return None
+            found, seen = pair[1], True
+    if type(found) is not bytes or not found:
+        return None
+    return known.get(found, found)
+
+
+def _judged(host: object) -> Host | None:
+    """``host`` as a ``Host``: ``None`` and a ``Host`` as they are; bytes or
+    ``str`` read by the host grammar."""
+    if host is None or type(host) is Host:
+        return host
+    if not isinstance(host, str | bytes | bytearray | memoryview):
+        kind = type(host).__name__
+        raise TypeError(f"parse_target(): host must be bytes, str or None, not {kind}")
+    return parse_host(_as_bytes(host))
+
+
+def _parse(raw: bytes, p: Policy, host: Host | None) -> Target:
     # The whole target: its length, a fragment, its form.
     if len(raw) > p.max_length:
         raise InvalidTarget("too-long", "target", None, p.max_length)
@@ -123,13 +175,17 @@ def _parse(raw: bytes, p: Policy) -> Target:
     query = []
     for index, (piece, at) in enumerate(raw_pairs):
         query.append(_pair(piece, at, index, p))
-    return Target(
+    target = Target(
         raw,
         tuple(segments),
         tuple(query),
         params=tuple(params) if p.path_params == "split" else None,
         authority=authority,
+        host=host,
     )
+    if host is not None and authority is not None and not same_authority(target, host):
+        raise InvalidTarget("bad-host", "host", None, 0)
+    return target
 
 
 def _absolute_form(raw: bytes, p: Policy) -> tuple[int, str]:

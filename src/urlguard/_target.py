@@ -32,7 +32,7 @@ class Target(metaclass=ABCMeta):  # noqa: B024
         (('café', 'x'), (('q', 'a b'), ('q', 'c')), 'a b', ['a b', 'c'])
 
     Built by the parsers as ``Target(raw, segments, query, params=...,
-    authority=...)``; a target from the compiled parser is an instance of a
+    authority=..., host=...)``; a target from the compiled parser is an instance of a
     C type registered as a subclass, with the same attributes.
     """
 
@@ -46,15 +46,16 @@ class Target(metaclass=ABCMeta):  # noqa: B024
         *,
         params: tuple[Pairs, ...] | None = None,
         authority: str | None = None,
+        host: Host | None = None,
     ) -> None:
         self._raw = raw
         self._segments = segments
         self._query = query
         self._params = params
         self._authority = authority
-        # The request's host, set by the guard from the Host header (or
-        # :authority) it validated; None: the authority's, if any.
-        self._host: Host | None = None
+        # The request's host: the Host header (or :authority) the parser was
+        # given, validated; None: the authority's, if any.
+        self._host = host
 
     @property
     def raw(self) -> bytes:
@@ -185,10 +186,8 @@ def rebuild(
 ) -> Target:
     """A ``Target`` from its fields: how a copy or a pickle of either
     parser's target is made (a plain ``Target``, wherever it is loaded)."""
-    target = Target(raw, segments, query, params=params, authority=authority)
-    if host is not None and host[0] is not None:
-        target._host = Host(host[0], host[1])
-    return target
+    known = Host(host[0], host[1]) if host is not None and host[0] is not None else None
+    return Target(raw, segments, query, params=params, authority=authority, host=known)
 
 
 _NO_HOST: Final = Host(None, None)  # type: ignore[arg-type]  # the name of no host

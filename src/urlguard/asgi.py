@@ -58,6 +58,7 @@ from typing import Any, Final
 from ._answers import Answer
 from ._errors import InvalidTarget
 from ._guard import GuardedMiddleware, Request
+from ._host import Host
 
 __all__ = ["ASGIApp", "OnReject", "OnViolation", "StrictURLMiddleware"]
 
@@ -132,20 +133,25 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
         app = self.app  # or what on_reject returns, below
         kind = scope["type"]
         if kind == "http" or kind == "websocket":
+            guard = self._guard
             try:
                 raw, query, root = scope["raw_path"], scope["query_string"], scope["root_path"]
-            except KeyError:  # all three are optional in the ASGI spec
+                headers = scope["headers"]
+            except KeyError:  # raw_path, query_string and root_path are optional in the ASGI spec
                 raw, query = scope.get("raw_path"), scope.get("query_string") or b""
-                root = scope.get("root_path")
+                root, headers = scope.get("root_path"), scope.get("headers")
             mount = None
             if root:
                 if type(root) is str:
                     mount = root.encode("utf-8", "surrogatepass")
                 else:  # a server that breaks the ASGI spec: judge nothing it hands over
                     raw = None
-            host = _host(scope)
+            # The Host judged already (nearly every request), else its value, to be judged.
+            host = guard.host_header(headers, guard.known_hosts)
+            if host is None:  # none, several, empty, or headers of an odd shape
+                host = _host(scope)
             if type(raw) is bytes and raw[:1] == b"/":  # origin-form: nearly every request
-                decision = self._guard.decide(raw, query, mount, scope, host)
+                decision = guard.decide(raw, query, mount, scope, host)
             else:
                 decision = self._decide_other(raw, query, mount, scope, host)
             if decision is not None:  # None, the common case: the target is stored, go on
@@ -156,7 +162,12 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
         await app(scope, receive, send)
 
     def _decide_other(
-        self, raw: object, query: bytes, mount: bytes | None, scope: Scope, host: bytes | None
+        self,
+        raw: object,
+        query: bytes,
+        mount: bytes | None,
+        scope: Scope,
+        host: bytes | Host | None,
     ) -> Answer | ASGIApp | None:
         """The decision for a raw path that is not bytes starting with ``/``."""
         if not isinstance(raw, bytes | bytearray):
@@ -181,25 +192,32 @@ def _host(scope: Scope) -> bytes | None:
     (RFC 9112 §3.2 makes Host optional there); several joined by ``", "``,
     which the grammar refuses, unless HTTP/2 or HTTP/3 repeat one value
     (RFC 9113 §8.3.1: they must agree)."""
-    value = None
+    value, seen = None, False
     for name, found in scope.get("headers") or ():
         if name == b"host":
-            if value is not None:
+            if seen:
                 return _several(scope)
-            value = found
-    if value is None:
+            value, seen = found, True
+    if not seen:
         return None if scope.get("http_version") in _HTTP_1_0 else b""
-    if type(value) is not bytes:  # a server that breaks the spec: refused, never a crash
-        return bytes(value) if isinstance(value, bytearray) else b"\x00"
+    value = _value(value)
     if not value and scope.get("http_version") in _HTTP_1_0:
         return None  # granian gives HTTP/1.0 without Host an empty one
     return value
 
 
+def _value(value: object) -> bytes:
+    """A header's value as bytes; from a server that breaks the spec (a value
+    that is no byte string), one the grammar refuses: never a crash."""
+    if type(value) is bytes:
+        return value
+    return bytes(value) if isinstance(value, bytearray) else b"\x00"
+
+
 def _several(scope: Scope) -> bytes:
     """Several ``host`` headers: one value when HTTP/2 or HTTP/3 repeat it,
     else their values joined by ``", "``, which the grammar refuses."""
-    values = [bytes(v) for n, v in scope.get("headers") or () if n == b"host"]
+    values = [_value(v) for n, v in scope.get("headers") or () if n == b"host"]
     if scope.get("http_version") in _ORIGIN_FORM_ONLY and len(set(values)) == 1:
         return values[0]
     return b", ".join(values)

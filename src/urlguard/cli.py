@@ -63,7 +63,7 @@ from ._audit import (
 )
 from ._audit import display_pieces as _display_pieces
 from ._config import PRESETS, Config, preset_policy
-from ._hosts import AllowedHosts, HostCheck, same_authority
+from ._hosts import AllowedHosts, HostCheck
 from ._routes import RouteTable
 from ._suggest import SITE_FACTOR, Ledger, Lines, Suggestion, Thresholds, suggest, toml_string
 
@@ -350,11 +350,7 @@ def _check(args: argparse.Namespace) -> int:
         raw = _argument_bytes(given)
         try:
             host = None if host_raw is None else hosts.judge(host_raw)
-            target = parse_target(raw, routes.select(raw))
-            if host is not None:
-                if target.authority is not None and not same_authority(target, host):
-                    raise InvalidTarget("bad-host", "host", None, 0)
-                target._host = host  # as the guard does
+            target = parse_target(raw, routes.select(raw), host)  # as the guard does
         except InvalidTarget as error:
             status = EXIT_REJECTED
             if as_json:
