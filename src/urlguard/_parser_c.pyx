@@ -376,6 +376,22 @@ cdef Py_ssize_t _check_utf8(const unsigned char* d, Py_ssize_t m, const unsigned
     return -1
 
 
+cdef inline void _measure(const unsigned char* d, Py_ssize_t m, Py_ssize_t* chars,
+                          unsigned int* widest) noexcept:
+    """Of d[:m], UTF-8 checked already: its number of characters (the bytes
+    that do not continue one, RFC 3629 §3) and a code point as wide as its
+    widest, which the largest lead byte tells (0xC2-0xC3: at most U+00FF,
+    below 0xF0: at most U+FFFF), all that sizes its string."""
+    cdef Py_ssize_t k, n = 0
+    cdef unsigned char top = 0
+    for k in range(m):
+        n += (d[k] & 0xC0) != 0x80
+        if d[k] > top:
+            top = d[k]
+    chars[0] = n
+    widest[0] = 0x7F if top < 0x80 else 0xFF if top <= 0xC3 else 0xFFFF if top < 0xF0 else 0x10FFFF
+
+
 cdef object _utf8_text(const unsigned char* d, Py_ssize_t m, Py_ssize_t chars, unsigned int widest):
     """Text from d[:m], UTF-8 already checked by _check_utf8, which counted
     its characters and found the widest: the string is made at its final
@@ -481,6 +497,11 @@ cdef object _text(Walk* w, _Rules r, Py_ssize_t a, Py_ssize_t b, int component,
         if backslash >= 0 and r.reject_backslash:
             _fail(w, ENCODED_BACKSLASH, component, index, backslash)
             return None
+    w.decoded = d
+    w.dlen = m
+    if w.build:  # checked when the target was: only its size is wanted now
+        _measure(d, m, &chars, &widest)
+        return _utf8_text(d, m, chars, widest)
     if component == QUERY:
         bad = _check_utf8(d, m, ascii, r.query_intervals, r.query_count, &forbidden, &chars, &widest)
     else:
@@ -491,9 +512,7 @@ cdef object _text(Walk* w, _Rules r, Py_ssize_t a, Py_ssize_t b, int component,
     if forbidden >= 0:
         _fail(w, FORBIDDEN_CHAR, component, index, _raw_offset(s, a, forbidden))
         return None
-    w.decoded = d
-    w.dlen = m
-    return _utf8_text(d, m, chars, widest) if w.build else True
+    return True
 
 
 # --- the rules of a segment ------------------------------------------------------------
@@ -552,7 +571,7 @@ cdef object _segment(Walk* w, _Rules r, Span* span, Py_ssize_t index, bint last,
     if name is None:
         return None
     d, m = w.decoded, w.dlen
-    if span.first_escape >= 0 and r.reject_double:
+    if span.first_escape >= 0 and r.reject_double and not w.build:
         double = _has_escape(d, m)
     if r.split:
         # RFC 3986 §3.3: the ';' pieces after the name, each key[=value].
