@@ -45,7 +45,7 @@ def table_row(out: str, first_cell: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def quick_run() -> str:
-    parts = ("corpus", "micro", "inprocess", "audit")
+    parts = ("corpus", "micro", "inprocess", "segments", "audit")
     return run("-m", "bench", "--quick", *(arg for p in parts for arg in ("--part", p)))
 
 
@@ -83,9 +83,12 @@ def test_quick_run_fills_the_table(quick_run: str, measure: str) -> None:
 
 
 @pytest.mark.parametrize("app", ["starlette", "flask"])
-def test_every_layer_runs_in_process(quick_run: str, app: str) -> None:
-    for layer in ("bare", "noop", *(f"guarded-{p}" for p in PARSERS)):
+def test_every_layer_runs_in_process_and_with_segment_routes(quick_run: str, app: str) -> None:
+    for layer in ("bare", "noop", *(f"guarded-{p}" for p in PARSERS), "guarded-allowlist"):
         assert re.search(rf"^\| {app} \| plain \| {layer} \| {FIGURE} \|", quick_run, re.M), layer
+    segments = rf"^\| {app} \| encoded \| {FIGURE} \| {FIGURE} \| [+-][0-9.]+ \([+-]"  # more
+    assert re.search(segments, quick_run, re.M), quick_run
+    assert re.search(rf"^\| {app} \| kept %2F \| - \| {FIGURE} \| - \|$", quick_run, re.M)
 
 
 def test_floor_makes_what_urlguard_makes(tmp_path: Path) -> None:
