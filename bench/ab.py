@@ -1,17 +1,8 @@
 """Two revisions side by side in one run, each in a process of its own.
 
-    python -m bench.ab main WORKTREE                 # main against the working tree
-    python -m bench.ab HEAD~1 HEAD --rounds 1000 --instructions
-
-Each revision is written to its own folder (``git archive``, or a copy of
-``src/`` for ``WORKTREE``) and its compiled parser built there
-(``setup.py build_ext --inplace``; ``--reference`` builds nothing). A worker
-per revision (bench/ab_worker.py) runs with that ``src`` first on
-``PYTHONPATH``: no process holds two copies of urlguard. Rounds alternate
-between the workers, the order swapping every round; each ratio (urlguard
-over naive, guarded over bare) is taken inside one worker's round. Printed:
-each revision's median (IQR), that of B over A round by round, and with
-``--instructions`` the same ratios in instructions and B minus A.
+Each is written to a folder of its own (``git archive``, or a copy of ``src/``
+for ``WORKTREE``) and built there; its worker (:func:`worker`) runs with that
+``src`` first on ``PYTHONPATH``; rounds alternate between the two.
 """
 
 from __future__ import annotations
@@ -30,16 +21,21 @@ from io import BytesIO
 from pathlib import Path
 from typing import IO, Any, cast
 
-from . import instructions
-from .timing import iqr, markdown, ratios
+import urlguard
 
-ROOT = Path(__file__).resolve().parent.parent
+from . import ROOT, instructions, missing, python_path
+from .corpus import build
+from .inprocess import REVISION, InProcess
+from .micro import Micro, naive
+from .parsers import reader
+from .timing import collect, iqr, markdown, ratios
+
 WORKTREE = "WORKTREE"
 #: What setup.py needs beside the package to build the compiled parser.
 BUILD_FILES = ("setup.py", "pyproject.toml", "README.md", "LICENSE")
 ROWS = [f"micro {s}" for s in ("plain", "mixed", "encoded", "malformed")]
 ROWS += [f"{app} {target}" for app in ("starlette", "flask") for target in ("plain", "encoded")]
-Samples = dict[str, tuple[list[float], list[float]]]
+Samples = dict[tuple[str, str], list[float]]
 
 
 def checkout(revision: str, into: Path, build: bool) -> Path:
@@ -72,19 +68,17 @@ def checkout(revision: str, into: Path, build: bool) -> Path:
 
 
 class Worker:
-    """A running bench/ab_worker.py for one revision."""
+    """A running :func:`worker` for one revision."""
 
     def __init__(self, revision: str, src: Path) -> None:
         self.revision = revision
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), str(ROOT)]))
+        env = dict(os.environ, PYTHONPATH=python_path(str(src)))
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "bench.ab_worker"],
+            [sys.executable, "-m", "bench.ab", "--worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env,
         )  # fmt: skip
-        self.stdin, self.stdout = (
-            cast(IO[str], self.process.stdin),
-            cast(IO[str], self.process.stdout),
-        )
+        self.stdin = cast(IO[str], self.process.stdin)
+        self.stdout = cast(IO[str], self.process.stdout)
         self.about = self.ask("")
 
     def ask(self, line: str) -> dict[str, Any]:
@@ -94,9 +88,7 @@ class Worker:
             self.stdin.flush()
         answer = self.stdout.readline()
         if not answer:
-            raise SystemExit(
-                f"bench.ab: the worker for {self.revision!r} stopped (its error is above)"
-            )
+            raise SystemExit(f"bench.ab: the worker for {self.revision!r} stopped (see above)")
         parsed: dict[str, Any] = json.loads(answer)
         return parsed
 
@@ -106,24 +98,22 @@ class Worker:
 
 
 def alternate(a: Worker, b: Worker, rounds: int) -> Samples:
-    """Row -> (A's ratios, B's ratios), one each per round after a warm-up round."""
-    samples: Samples = {row: ([], []) for row in ROWS}
-    for round_no in range(rounds + 1):
-        first, second = (a, b) if round_no % 2 else (b, a)
-        answers = {first: first.ask(f"round {round_no}"), second: second.ask(f"round {round_no}")}
-        for row in ROWS if round_no else ():
-            samples[row][0].append(answers[a][row])
-            samples[row][1].append(answers[b][row])
-        print(f"  ab round {round_no}/{rounds}", file=sys.stderr, end="\r", flush=True)
-    print(file=sys.stderr)
-    return samples
+    """(row, ``A`` or ``B``) -> that side's ratios, one per round, the side that
+    runs first swapping every round."""
+
+    def measure(round_no: int) -> dict[tuple[str, str], float]:
+        order = (a, b) if round_no % 2 else (b, a)
+        answers = {worker: worker.ask(f"round {round_no}") for worker in order}
+        return {(row, side): answers[w][row] for row in ROWS for side, w in (("A", a), ("B", b))}
+
+    return collect(measure, rounds, "ab")
 
 
 def table(samples: Samples, counts: list[dict[str, float]]) -> str:
     """One row per measure: each revision's time, B over A, and instructions."""
     rows = []
     for row in ROWS:
-        in_a, in_b = samples[row]
+        in_a, in_b = samples[row, "A"], samples[row, "B"]
         cells = [row, iqr(in_a).text(), iqr(in_b).text(), iqr(ratios(in_b, in_a)).text()]
         top, bottom = ("urlguard", "naive") if "micro" in row else ("guarded-urlguard", "bare")
         ir = [count[f"{row} {top}"] / count[f"{row} {bottom}"] for count in counts]
@@ -147,9 +137,7 @@ def compare(args: argparse.Namespace, folder: Path) -> None:
             print(f"{label} = {revision}: the {parser} parser ({file})")
         samples = alternate(workers[0], workers[1], args.rounds)
     counts = []
-    if args.instructions and shutil.which("valgrind") is None:
-        print(instructions.VALGRIND_MISSING)
-    elif args.instructions:
+    if args.instructions and not missing("valgrind", "Instructions"):
         print("  ab: under callgrind", file=sys.stderr, flush=True)
         requests = 20 if args.rounds < 10 else 200
         counts = [instructions.count("revision", requests, str(src)) for src in sources]
@@ -172,5 +160,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def worker() -> None:
+    """One revision's side, its ``src`` first on ``PYTHONPATH``: a JSON line naming
+    its parser, then one of ratios (urlguard over naive, guarded over bare) per
+    ``round N`` line read. It asks only what every revision answers."""
+    micro = Micro({"naive": naive, "urlguard": reader(urlguard)}, build())
+    inprocess = InProcess(REVISION)
+    inprocess.size_batches()
+    print(
+        json.dumps({"implementation": urlguard.IMPLEMENTATION, "file": urlguard.__file__}),
+        flush=True,
+    )
+    for line in sys.stdin:
+        round_no = int(line.split()[1])
+        answer: dict[str, float] = {}
+        parsing = micro.round(round_no)
+        for subset in micro.chunks:
+            answer[f"micro {subset}"] = parsing[subset, "urlguard"] / parsing[subset, "naive"]
+        requests = inprocess.round(round_no)
+        for framework, tname, layer in requests:
+            if layer != "bare":
+                bare = requests[framework, tname, "bare"]
+                answer[f"{framework} {tname}"] = requests[framework, tname, layer] / bare
+        print(json.dumps(answer), flush=True)
+    inprocess.close()
+
+
+if __name__ == "__main__":  # python -m bench.ab A B, or a worker: python -m bench.ab --worker
+    if sys.argv[1:] == ["--worker"]:
+        worker()
+    else:
+        raise SystemExit(main())

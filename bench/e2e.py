@@ -1,14 +1,5 @@
-"""End-to-end part: uvicorn on 127.0.0.1 under wrk, bare against guarded.
-
-uvicorn (httptools, one worker, no access log) serves the Starlette app bare
-and guarded (on the parser chosen at import), each in its own process group
-for the whole part; each must first answer 200 to both targets (raw bytes
-over a socket), and the guard 400 to a hostile one. In each round (the
-first a warm-up) each server gets one wrk run per target, in an order that
-changes from round to round; guarded/bare is taken within the round. With
-two CPUs and ``taskset`` the servers run on one CPU and wrk on the other,
-so they never share a core. Non-2xx answers and socket errors are reported.
-Without wrk this part says so and is skipped.
+"""End-to-end part: the Starlette app under uvicorn (httptools, one worker),
+bare and guarded, loaded with wrk in alternating rounds.
 """
 
 from __future__ import annotations
@@ -18,20 +9,17 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
 from contextlib import ExitStack
-from pathlib import Path
 
+from . import ROOT, missing, python_path
 from .inprocess import HOSTILE, TARGETS
 from .parsers import chosen
 from .summary import Results
 from .timing import collect, in_turn, markdown, min_max, ratios
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "example_apps"))
-import rawhttp  # noqa: E402  (example_apps/rawhttp.py: free_port, running, request)
+import rawhttp  # example_apps/rawhttp.py: free_port, running, request
 
-WRK_MISSING = "End to end: skipped: wrk is not installed (apt-get install -y wrk)."
 LAYERS = ("bare", "guarded")
 _RPS = re.compile(r"^Requests/sec:\s+([0-9.]+)", re.MULTILINE)
 _FAULTS = re.compile(r"Non-2xx or 3xx responses: [0-9]+|Socket errors: .*")
@@ -46,8 +34,7 @@ def cpus() -> tuple[list[str], list[str]]:
 
 
 def wrk(port: int, target: bytes, seconds: float, pin: list[str]) -> tuple[float, list[str]]:
-    """One wrk run (two connections, one thread), bounded in time: requests per
-    second, and the faults it reported."""
+    """One wrk run (two connections, one thread): requests per second, and the faults seen."""
     url = f"http://127.0.0.1:{port}{target.decode('ascii')}"
     argv = [*pin, "wrk", "-t1", "-c2", f"-d{seconds:g}s", "--timeout", "5s", url]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 30, check=False)
@@ -57,22 +44,22 @@ def wrk(port: int, target: bytes, seconds: float, pin: list[str]) -> tuple[float
     return float(rate.group(1)), _FAULTS.findall(done.stdout)
 
 
-def run(rounds: int, seconds: float, results: Results, out: Callable[[str], None] = print) -> None:
-    """Alternate wrk runs over the servers and both targets; print one table."""
-    if shutil.which("wrk") is None:
-        out(WRK_MISSING)
+def run(rounds: int, seconds: float, results: Results) -> None:
+    """Alternate wrk runs over both servers and targets; print one table and wrk's faults."""
+    if missing("wrk", "End to end"):
         return
     server_pin, wrk_pin = cpus()
-    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {"PYTHONPATH": python_path()}
     faults: list[str] = []
     with ExitStack() as servers:
         ports = {}
         for layer in LAYERS:
             ports[layer] = port = rawhttp.free_port()
-            app = f"bench.apps.starlette_hello:{layer}"
+            app = f"bench.apps:starlette_{layer}"
             argv = [*server_pin, sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1"]
             argv += ["--port", str(port), "--http", "httptools", "--no-access-log"]
             servers.enter_context(rawhttp.running(argv, port, env=env, cwd=ROOT))
+            # 200 to both targets (raw bytes over a socket); from the guard, 400 to a hostile one.
             statuses = [rawhttp.request(port, t).status for t in (*TARGETS.values(), HOSTILE)]
             if statuses[:-1] != [200, 200] or (statuses[-1] == 400) != (layer != "bare"):
                 raise RuntimeError(f"uvicorn {layer} answered {statuses}")
@@ -93,7 +80,7 @@ def run(rounds: int, seconds: float, results: Results, out: Callable[[str], None
         if layer == "guarded":
             results[f"uvicorn {tname}", chosen()] = spread
     cpu = f"servers on CPU {server_pin[-1]}, wrk on {wrk_pin[-1]}" if server_pin else "not pinned"
-    out(f"End to end: uvicorn, {rounds} wrk rounds of {seconds:g} s, {cpu}: median (min–max)")
-    out(markdown(["target", "layer", "requests/s", "× bare"], rows))
+    print(f"End to end: uvicorn, {rounds} wrk rounds of {seconds:g} s, {cpu}: median (min–max)")
+    print(markdown(["target", "layer", "requests/s", "× bare"], rows))
     for fault in faults:
-        out(f"warning: {fault}")
+        print(f"warning: {fault}")

@@ -1,9 +1,5 @@
-"""The floor of the micro part: bench/floor.pyx, built with Cython when it runs.
-
-:func:`load` imports what :func:`build` compiled, after :func:`check` has
-made sure that it makes the very pieces each urlguard parser makes of every
-plain and encoded target: a floor that made something else would prove
-nothing. Without Cython or a C compiler :func:`build` raises ``ImportError``.
+"""The floor of the micro part: bench/floor.pyx, built with Cython when the
+part runs, and checked to make the very pieces urlguard's parsers make.
 """
 
 from __future__ import annotations
@@ -21,10 +17,11 @@ from .parsers import Parse, available, reader
 SOURCE = Path(__file__).resolve().parent / "floor.pyx"
 
 
-def build(into: Path) -> Path:
-    """Compile the floor in ``into``; the path of the extension module."""
+def build(into: Path) -> Path | None:
+    """Compile the floor in ``into``: its path, or ``None`` once it has said why not."""
     if importlib.util.find_spec("Cython") is None:
-        raise ImportError("the floor needs Cython (pip install Cython) and a C compiler")
+        print("floor: left out: the floor needs Cython (pip install Cython) and a C compiler")
+        return None
     (into / "floor.pyx").write_bytes(SOURCE.read_bytes())
     # -O2, as urlguard's own extension is built (setup.py), after Python's own flags.
     env = dict(os.environ, CFLAGS=os.environ.get("CFLAGS", "") + " -O2")
@@ -33,25 +30,14 @@ def build(into: Path) -> Path:
     built = sorted(into.glob("floor*.so")) + sorted(into.glob("floor*.pyd"))
     if done.returncode != 0 or not built:
         last = (done.stderr.strip().splitlines() or ["no module"])[-1]
-        raise ImportError(f"the floor cannot be built here ({last})")
+        print(f"floor: left out: the floor cannot be built here ({last})")
+        return None
     return built[0]
 
 
-def try_build(into: Path, out: Callable[[str], None]) -> Path | None:
-    """:func:`build`, or ``None`` once ``out`` has been told why not."""
-    try:
-        return build(into)
-    except ImportError as error:
-        out(f"floor: left out: {error}")
-        return None
-
-
 def load(path: Path) -> Parse:
-    """The floor's ``split``, from the module built at ``path``, checked, and
-    called as the parsers are (``parsers.reader``): through one Python
-    function that returns the segments and the query. Called bare, the floor
-    would be spared that function's frame, which the parsers pay, and the
-    ratio would count the harness as a cost of the checks."""
+    """The floor built at ``path``, checked, and called as the parsers are: through
+    one Python function (``parsers.reader``'s frame is no cost of the checks)."""
     spec = importlib.util.spec_from_file_location("floor", path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path}")
@@ -69,7 +55,7 @@ def load(path: Path) -> Parse:
 
 def check(split: Parse) -> None:
     """``AssertionError`` unless ``split`` makes what each parser makes of every
-    plain and encoded target."""
+    plain and encoded target: a floor that made something else would prove nothing."""
     corpus = build_corpus()
     for name, module in available().items():
         parse = reader(module)

@@ -1,16 +1,5 @@
-"""In-process part: the hello-world apps called directly, no sockets.
-
-Each request gets a fresh copy of a scope or environ shaped as uvicorn
-(httptools) and gunicorn (sync worker) build them: copying it is part of
-every layer's time, as building it is part of every server's. Before any
-timing, every layer must answer 200 "Hello, world!" to both targets, and a
-guard 400 to a hostile one, having stored a ``Target``: timing a guard that
-is not on, or an app that answers 404, would prove nothing.
-
-In each round every layer runs two batches of about a millisecond per
-framework and target, the faster kept, the layers in an order that changes
-from round to round, with the collector off; a layer's ratio to bare is
-taken within the round.
+"""In-process part: the hello-world apps called directly, each request on a fresh
+copy of a scope or environ as uvicorn (httptools) and gunicorn build them.
 """
 
 from __future__ import annotations
@@ -22,7 +11,6 @@ import logging
 import sys
 import time
 from collections.abc import Callable, MutableMapping
-from types import ModuleType
 from typing import Any
 from urllib.parse import unquote, unquote_to_bytes
 
@@ -41,7 +29,22 @@ HELLO = b"Hello, world!"
 BATCH_SECONDS = 0.001
 
 Carrier = MutableMapping[str, Any]
-Key = tuple[str, str, str]  # (framework, target, layer)
+Key = tuple[str, str, str]  # (framework, case, layer)
+#: Layer name -> the arguments that make its app (bench/apps).
+Layers = dict[str, dict[str, Any]]
+
+
+#: What every revision answers (bench.ab): its guard as it comes (older ones take no parser=).
+REVISION: Layers = {"bare": {"layer": "bare"}, "guarded-urlguard": {"layer": "guarded"}}
+
+
+def layers() -> Layers:
+    """``bare``, ``noop``, ``guarded-NAME`` per parser, and ``guarded-allowlist``."""
+    found: Layers = {"bare": {"layer": "bare"}, "noop": {"layer": "noop"}}
+    for name, module in available().items():
+        found[f"guarded-{name}"] = {"layer": "guarded", "parser": module}
+    found["guarded-allowlist"] = {"layer": "guarded", "allowed_hosts": ALLOWED}
+    return found
 
 
 def uvicorn_scope(target: bytes) -> dict[str, Any]:
@@ -90,7 +93,7 @@ def _start_response(status: str, headers: list[tuple[str, str]], exc_info: Any =
 
 
 class Framework:
-    """One framework's apps, each behind its layer, and how to call them."""
+    """One framework's apps, one behind each layer, and how to call them."""
 
     def __init__(self, name: str, layers: dict[str, Any], loop: asyncio.AbstractEventLoop) -> None:
         self.name, self.layers, self.loop = name, layers, loop
@@ -111,6 +114,21 @@ class Framework:
             _close(body)
         return time.perf_counter_ns() - start
 
+    def batch_size(self, target: bytes) -> int:
+        """Requests in about BATCH_SECONDS of the bare app, sized on batches of 20
+        so that a batch's own set-up is not counted per request."""
+        return 20 * calls_per(BATCH_SECONDS, functools.partial(self.batch, "bare", target, 20))
+
+    def time_layers(self, targets: dict[str, bytes], round_no: int, n: int) -> dict[str, float]:
+        """µs per request of each layer on its target: the faster of two batches of
+        ``n``, the layers in their ``round_no``-th order."""
+
+        def batch(layer: str) -> int:
+            return self.batch(layer, targets[layer], n)
+
+        fastest = fastest_of_two(list(targets), round_no, batch)
+        return {layer: ns / n / 1000 for layer, ns in fastest.items()}
+
     def once(self, layer: str, target: bytes) -> tuple[int, bytes, Carrier]:
         """One request: its status, body, and the scope or environ after it."""
         app, sent = self.layers[layer], []
@@ -130,7 +148,8 @@ class Framework:
         return sent[0]["status"], body, environ
 
     def verify(self) -> None:
-        """Refuse to time a layer that does not behave (see the module docstring)."""
+        """Refuse to time a layer that does not answer 200 "Hello, world!" to both
+        targets, or a guard that stores no ``Target`` or lets the hostile one in."""
         for layer in self.layers:
             guarded = layer.startswith("guarded")
             for target in TARGETS.values():
@@ -152,72 +171,65 @@ async def _asgi_batch(app: Any, template: dict[str, Any], n: int) -> int:
 
 
 class InProcess:
-    """Both frameworks with ``bare``, ``noop`` and a ``guarded-NAME`` layer per
-    entry of ``guards`` (a parser module, or ``None`` for the guard's default),
-    timed a round at a time."""
+    """Both frameworks behind each layer of ``spec``, checked, then timed a round at a
+    time on each case: name -> each layer's target (default: TARGETS, for all)."""
 
     def __init__(
-        self, guards: dict[str, ModuleType | None], noop: bool = True, allow_list: bool = False
+        self,
+        spec: Layers,
+        cases: dict[str, dict[str, bytes]] | None = None,
+        check: Callable[[Framework], None] = Framework.verify,
     ) -> None:
-        from .apps import flask_hello, starlette_hello
+        from .apps import flask_app, starlette_app
 
-        logging.getLogger("urlguard").disabled = True  # its warning for each hostile check
+        logging.getLogger("urlguard").disabled = True  # its warning for each hostile target
         self.loop = asyncio.new_event_loop()
-        self.frameworks: list[Framework] = []
-        for name, module in (("starlette", starlette_hello), ("flask", flask_hello)):
-            layers: dict[str, Any] = {"bare": module.make_app("bare")}
-            if noop:
-                layers["noop"] = module.make_app("noop")
-            for guard, parser in guards.items():
-                layers[f"guarded-{guard}"] = module.make_app("guarded", parser)
-            if allow_list:
-                # The default parser's guard with an allow-list naming the
-                # requests' host: what checking against a list adds.
-                layers["guarded-allowlist"] = module.make_app("guarded", allowed_hosts=ALLOWED)
-            framework = Framework(name, layers, self.loop)
-            framework.verify()
-            self.frameworks.append(framework)
-        self.sizes: dict[tuple[str, bytes], int] = {}
+        self.frameworks = [
+            Framework(name, {layer: make(**app) for layer, app in spec.items()}, self.loop)
+            for name, make in (("starlette", starlette_app), ("flask", flask_app))
+        ]
+        for framework in self.frameworks:
+            check(framework)
+        self.cases = cases or {tname: dict.fromkeys(spec, t) for tname, t in TARGETS.items()}
 
     def size_batches(self) -> None:
-        """Requests per batch of each framework and target: about BATCH_SECONDS
-        of the bare app, sized on batches of 20 so that a batch's own set-up
-        is not counted per request."""
-        for f in self.frameworks:
-            for t in TARGETS.values():
-                calls = calls_per(BATCH_SECONDS, functools.partial(f.batch, "bare", t, 20))
-                self.sizes[f.name, t] = 20 * calls
+        """Requests per batch of each framework and case (:meth:`Framework.batch_size`)."""
+        self.sizes = {
+            (f.name, tname): f.batch_size(case["bare"])
+            for f in self.frameworks
+            for tname, case in self.cases.items()
+        }
 
     def round(self, round_no: int) -> dict[Key, float]:
-        """(framework, target name, layer) -> µs per request, this round."""
+        """(framework, case, layer) -> µs per request, this round."""
         times: dict[Key, float] = {}
         with collector_off():
-            for framework in self.frameworks:
-                for tname, target in TARGETS.items():
-                    n = self.sizes[framework.name, target]
-                    batch = functools.partial(framework.batch, target=target, n=n)
-                    fastest = fastest_of_two(list(framework.layers), round_no, batch)
-                    for layer, ns in fastest.items():
-                        times[framework.name, tname, layer] = ns / n / 1000
+            for f in self.frameworks:
+                for tname, case in self.cases.items():
+                    layers = f.time_layers(case, round_no, self.sizes[f.name, tname])
+                    times.update(((f.name, tname, layer), us) for layer, us in layers.items())
         return times
+
+    def timed(self, rounds: int, name: str) -> dict[Key, list[float]]:
+        """Each (framework, case, layer)'s µs per request over ``rounds`` rounds."""
+        try:
+            self.size_batches()
+            return collect(self.round, rounds, name)
+        finally:
+            self.close()
 
     def close(self) -> None:
         self.loop.close()
 
 
-def run(rounds: int, results: Results, out: Callable[[str], None] = print) -> None:
+def run(rounds: int, results: Results) -> None:
     """Time every layer of both frameworks for both targets; print one table."""
-    bench = InProcess(dict(available()), allow_list=True)
-    try:
-        bench.size_batches()
-        samples = collect(bench.round, rounds, "in-process")
-    finally:
-        bench.close()
+    samples = InProcess(layers()).timed(rounds, "in-process")
     rows = []
     for (framework, tname, layer), values in samples.items():
         spread = iqr(ratios(values, samples[framework, tname, "bare"]))
         rows.append([framework, tname, layer, iqr(values).text(".2f"), spread.text()])
         if layer.startswith("guarded-"):
             results[f"{framework} {tname}", layer.removeprefix("guarded-")] = spread
-    out(f"In process: µs per request and ratio to bare, {rounds} rounds: median (IQR)")
-    out(markdown(["app", "target", "layer", "µs per request", "× bare"], rows))
+    print(f"In process: µs per request and ratio to bare, {rounds} rounds: median (IQR)")
+    print(markdown(["app", "target", "layer", "µs per request", "× bare"], rows))

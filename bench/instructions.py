@@ -1,13 +1,5 @@
-"""Instructions part: the micro and in-process ratios in instructions
-(callgrind's Ir), which do not move with whatever else the machine does.
-
-A worker runs under ``valgrind --tool=callgrind --dump-before=time_sleep``:
-after set-up and a warm-up it calls ``time.sleep(0)`` before each phase, so
-each dump holds one phase's instructions and nothing else. The collector is
-off and ``PYTHONHASHSEED=0``: a phase counts the same on every run. Mode
-``full`` measures what the timed parts measure; ``revision`` (for bench.ab)
-what every revision answers: naive against its parser, bare against its
-guard. Without valgrind this part says so and is skipped.
+"""Instructions part: the micro and in-process ratios in instructions (callgrind's
+Ir), which do not move with whatever else the machine does.
 """
 
 from __future__ import annotations
@@ -17,7 +9,6 @@ import gc
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,34 +16,36 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from . import ROOT, missing, python_path
 from .summary import Results
 from .timing import markdown
 
-ROOT = Path(__file__).resolve().parent.parent
-VALGRIND_MISSING = "Instructions: skipped: valgrind is not installed (apt-get install -y valgrind)."
 _TOTALS = re.compile(r"^totals: ([0-9]+)", re.MULTILINE)
 
 
 def _worker(mode: str, phases_file: str, requests: int, floor_path: str) -> None:
-    """Set up, warm up, write each phase's label and size, then run them."""
+    """Set up, warm up, write each phase's label and size, then run each after a
+    ``time.sleep(0)``, where callgrind dumps. Mode ``full`` counts what the timed
+    parts time; ``revision`` (bench.ab), what every revision answers."""
     gc.disable()
     import urlguard
 
     from .corpus import build
-    from .inprocess import TARGETS, InProcess
-    from .micro import contenders, naive, pass_time, subsets
-    from .parsers import available, reader
+    from .inprocess import REVISION, TARGETS, InProcess, layers
+    from .micro import Micro, contenders, naive, subsets
+    from .parsers import reader
 
-    if mode == "full":
-        parsers = contenders(Path(floor_path) if floor_path else None)
-        bench = InProcess(dict(available()), allow_list=True)
-    else:  # a revision: only what every revision's package answers
+    revision = mode == "revision"
+    if revision:
         parsers = {"naive": naive, "urlguard": reader(urlguard)}
-        bench = InProcess({"urlguard": None}, noop=False)
+    else:
+        parsers = contenders(Path(floor_path) if floor_path else None)
+    micro = Micro(parsers, build())
+    bench = InProcess(REVISION if revision else layers())
     runs: list[tuple[str, int, Callable[[], int]]] = [
-        (f"micro {subset} {name}", len(targets), functools.partial(pass_time, parse, targets))
+        (f"micro {subset} {name}", len(targets), functools.partial(micro.pass_time, targets, name))
         for subset, targets in subsets(build()).items()
-        for name, parse in parsers.items()
+        for name in parsers
     ]
     runs += [
         (f"{f.name} {tname} {layer}", requests, functools.partial(f.batch, layer, target, requests))
@@ -70,9 +63,8 @@ def _worker(mode: str, phases_file: str, requests: int, floor_path: str) -> None
 
 
 def count(mode: str, requests: int, pythonpath: str = "", floor_path: str = "") -> dict[str, float]:
-    """Run a worker under callgrind: label -> instructions per target or
-    request of that phase. ``pythonpath`` comes first on the worker's path (a
-    revision's src, for bench.ab)."""
+    """Run a worker under callgrind (``pythonpath`` first on its path, and
+    ``PYTHONHASHSEED=0``): label -> instructions per target or request of that phase."""
     with tempfile.TemporaryDirectory(prefix="urlguard-callgrind-") as folder:
         phases_file = Path(folder, "phases.json")
         argv = [
@@ -80,8 +72,7 @@ def count(mode: str, requests: int, pythonpath: str = "", floor_path: str = "") 
             f"--callgrind-out-file={folder}/callgrind.out", sys.executable, "-m",
             "bench.instructions", mode, str(phases_file), str(requests), floor_path,
         ]  # fmt: skip
-        path = os.pathsep.join(filter(None, [pythonpath, str(ROOT), os.environ.get("PYTHONPATH")]))
-        env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=path)
+        env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=python_path(pythonpath))
         done = subprocess.run(
             argv, capture_output=True, text=True, timeout=1800, check=False, cwd=ROOT, env=env
         )
@@ -96,17 +87,16 @@ def count(mode: str, requests: int, pythonpath: str = "", floor_path: str = "") 
     return {label: total / units for (label, units), total in zip(phases, totals, strict=True)}
 
 
-def run(quick: bool, results: Results, out: Callable[[str], None] = print) -> None:
+def run(quick: bool, results: Results) -> None:
     """Count every phase once; print Ir per target or request and the ratios."""
-    if shutil.which("valgrind") is None:
-        out(VALGRIND_MISSING)
+    if missing("valgrind", "Instructions"):
         return
     from . import floor
     from .micro import SUMMARY_ROWS
 
     print("  instructions: under callgrind", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix="urlguard-floor-") as folder:
-        floor_path = str(floor.try_build(Path(folder), out) or "")
+        floor_path = str(floor.build(Path(folder)) or "")
         counts = count("full", 20 if quick else 200, floor_path=floor_path)
     rows = []
     for label, ir in counts.items():
@@ -120,8 +110,8 @@ def run(quick: bool, results: Results, out: Callable[[str], None] = print) -> No
             top, bottom = (counts.get(f"micro {subset} {c}") for c in (name, denominator))
             if top and bottom:
                 results[row, f"{name} Ir"] = top / bottom
-    out("Instructions (callgrind Ir) per target or request, and the ratio to naive or bare")
-    out(markdown(["phase", "Ir", "× naive or bare"], rows))
+    print("Instructions (callgrind Ir) per target or request, and the ratio to naive or bare")
+    print(markdown(["phase", "Ir", "× naive or bare"], rows))
 
 
 if __name__ == "__main__":  # the worker: MODE PHASES_FILE REQUESTS FLOOR_PATH

@@ -1,16 +1,5 @@
-"""Micro part: parsing a target and reading its pieces, against naive
-decoding and against the floor.
-
-Every contender starts from the raw bytes and ends with the decoded segments
-and query pairs made: ``naive``, what applications do today,
-``unquote(path).split("/")`` and ``parse_qsl(query)``; ``compiled`` and
-``reference``, ``parse_target(raw)`` of each urlguard parser, then
-``.segments`` and ``.query``; ``floor``, the same pieces made in C with
-nothing checked (bench/floor.pyx). In each round every contender runs over
-each chunk of 100 targets twice, the faster kept, in an order that changes
-from chunk to chunk, with the collector off; a round's ratio is between two
-contenders' times over the whole subset. A rejection (``ValueError``) moves
-on to the next target.
+"""Micro part: parsing a target and reading its pieces, with each parser,
+against naive decoding and against the floor (bench/floor.py).
 """
 
 from __future__ import annotations
@@ -18,7 +7,7 @@ from __future__ import annotations
 import functools
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote
 
@@ -28,8 +17,7 @@ from .parsers import Parse, available, reader
 from .summary import Results
 from .timing import collect, collector_off, fastest_of_two, iqr, markdown, ratios
 
-#: Targets timed at a time: well under a millisecond, so that most timings
-#: on a busy machine are not cut by a preemption.
+#: Targets timed at a time: well under a millisecond, so that few timings are cut by a preemption.
 CHUNK = 100
 #: The summary's rows: (subset, denominator).
 SUMMARY_ROWS = {
@@ -42,6 +30,7 @@ SUMMARY_ROWS = {
 
 
 def naive(raw: bytes) -> object:
+    """What applications do today: ``unquote(path).split("/")``, ``parse_qsl(query)``."""
     path, _, query = raw.decode("latin-1").partition("?")
     return unquote(path).split("/"), parse_qsl(query)
 
@@ -50,17 +39,6 @@ def subsets(corpus: Corpus) -> dict[str, Sequence[bytes]]:
     """Each kind of target, and all of them (``mixed``)."""
     plain, encoded, malformed = map(corpus.subset, KINDS)
     return {"plain": plain, "mixed": corpus.targets, "encoded": encoded, "malformed": malformed}
-
-
-def pass_time(parse: Parse, targets: Sequence[bytes]) -> int:
-    """Nanoseconds to parse every target once."""
-    start = time.perf_counter_ns()
-    for raw in targets:
-        try:  # noqa: SIM105 (contextlib.suppress would add a context manager per target)
-            parse(raw)
-        except ValueError:
-            pass
-    return time.perf_counter_ns() - start
 
 
 class Micro:
@@ -74,10 +52,19 @@ class Micro:
         }
 
     def pass_time(self, targets: Sequence[bytes], name: str) -> int:
-        return pass_time(self.contenders[name], targets)
+        """Nanoseconds for contender ``name`` to parse every target once."""
+        parse = self.contenders[name]
+        start = time.perf_counter_ns()
+        for raw in targets:
+            try:  # noqa: SIM105 (contextlib.suppress would add a context manager per target)
+                parse(raw)
+            except ValueError:
+                pass
+        return time.perf_counter_ns() - start
 
     def round(self, round_no: int) -> dict[tuple[str, str], float]:
-        """(subset, contender) -> nanoseconds over the whole subset, this round."""
+        """(subset, contender) -> nanoseconds over the whole subset, this round: the
+        contenders in an order that changes from chunk to chunk, a rejection skipped."""
         names = list(self.contenders)
         times = dict.fromkeys(((s, n) for s in self.chunks for n in names), 0.0)
         with collector_off():
@@ -98,11 +85,10 @@ def contenders(floor_path: Path | None) -> dict[str, Parse]:
     return found
 
 
-def run(corpus: Corpus, rounds: int, results: Results, out: Callable[[str], None] = print) -> None:
+def run(corpus: Corpus, rounds: int, results: Results) -> None:
     """Time every contender over every subset; print ns per target and ratios."""
     with tempfile.TemporaryDirectory(prefix="urlguard-floor-") as folder:
-        micro = Micro(contenders(floor.try_build(Path(folder), out)), corpus)
-    names = list(micro.contenders)
+        micro = Micro(contenders(floor.build(Path(folder))), corpus)
     samples = collect(micro.round, rounds, "micro")
     sizes = {subset: sum(map(len, chunks)) for subset, chunks in micro.chunks.items()}
     rows = []
@@ -110,10 +96,10 @@ def run(corpus: Corpus, rounds: int, results: Results, out: Callable[[str], None
         per_target = iqr([ns / sizes[subset] for ns in times])
         versus = iqr(ratios(times, samples[subset, "naive"]))
         rows.append([subset, name, per_target.text(",.0f"), versus.text()])
-    out(f"Micro: ns per target and ratio to naive, {rounds} rounds: median (IQR)")
-    out(markdown(["subset", "contender", "ns per target", "× naive"], rows))
+    print(f"Micro: ns per target and ratio to naive, {rounds} rounds: median (IQR)")
+    print(markdown(["subset", "contender", "ns per target", "× naive"], rows))
     for row, (subset, denominator) in SUMMARY_ROWS.items():
         for name in ("compiled", "reference"):
-            if name in names and denominator in names:
+            if name in micro.contenders and denominator in micro.contenders:
                 spread = iqr(ratios(samples[subset, name], samples[subset, denominator]))
                 results[row, name] = spread

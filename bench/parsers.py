@@ -1,6 +1,5 @@
-"""The parsers a run measures: ``compiled`` (``urlguard._parser_c``, where it
-was built) and ``reference`` (``urlguard._parser_py``), imported once and
-handed to the middlewares with ``parser=``; no module global is rebound.
+"""The parsers a run measures, imported once and handed to the guards with
+``parser=``: ``compiled`` (where it was built) and ``reference``.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ Parse = Callable[[bytes], object]
 
 
 def available() -> dict[str, ModuleType]:
-    """``compiled`` (when it is built) and ``reference``, in that order."""
+    """``compiled`` (``urlguard._parser_c``, when it is built) and ``reference``."""
     found: dict[str, ModuleType] = {}
     with contextlib.suppress(ImportError):  # not built here
         found["compiled"] = importlib.import_module("urlguard._parser_c")

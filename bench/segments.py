@@ -1,103 +1,48 @@
-"""Segment routes part: what declaring ``segment`` route parameters costs.
-
-The same hello-world apps as the in-process part, each framework three
-ways: bare, guarded, and guarded with the wiki route declaring its
-parameter as a ``segment``. Both guarded apps answer the plain and the
-encoded target alike; the ``segment`` one also takes ``/wiki/kg%2Fs``
-(the others refuse it), timed against the bare app's ``/wiki/kg-s``. The
-figure that matters is the difference of the two guarded ratios to bare,
-round by round.
+"""Segment routes part: the guarded apps with the wiki route's parameter plain
+and declared as a ``segment``, side by side, and a request with a kept ``%2F``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import logging
-from collections.abc import Callable
-from typing import Any
-
-from .inprocess import HELLO, TARGETS, Framework
-from .summary import Results
-from .timing import calls_per, collect, collector_off, fastest_of_two, iqr, markdown, ratios
+from .inprocess import HELLO, TARGETS, Framework, InProcess, Layers
+from .timing import iqr, markdown, ratios
 
 KEPT = b"/wiki/kg%2Fs"
+#: What the bare app is timed on beside KEPT, which only the segment route takes.
 KEPT_BARE = b"/wiki/kg-s"
-LAYERS = ("bare", "guarded", "segment")
+LAYERS: Layers = {
+    "bare": {"layer": "bare"},
+    "guarded": {"layer": "guarded"},
+    "segment": {"layer": "guarded", "segment": True},
+}
 
 
-def _frameworks(loop: asyncio.AbstractEventLoop) -> list[Framework]:
-    from .apps import flask_hello, starlette_hello
-
-    frameworks = []
-    for name, module in (("starlette", starlette_hello), ("flask", flask_hello)):
-        layers: dict[str, Any] = {
-            "bare": module.make_app("bare"),
-            "guarded": module.make_app("guarded"),
-            "segment": module.make_app("guarded", segment=True),
-        }
-        framework = Framework(name, layers, loop)
-        for layer in LAYERS:
-            for target in (*TARGETS.values(), KEPT):
-                status, body, _ = framework.once(layer, target)
-                ok = (status, body) == (200, HELLO)
-                if ok != (target != KEPT or layer == "segment"):
-                    raise RuntimeError(f"{name} {layer} {target!r}: {status} {body!r}")
-        frameworks.append(framework)
-    return frameworks
+def check(framework: Framework) -> None:
+    """Refuse to time an app that does not answer 200 "Hello, world!" to both
+    targets, or answers it to KEPT without the segment route."""
+    for layer in LAYERS:
+        for target in (*TARGETS.values(), KEPT):
+            status, body, _ = framework.once(layer, target)
+            if ((status, body) == (200, HELLO)) != (target != KEPT or layer == "segment"):
+                raise RuntimeError(f"{framework.name} {layer} {target!r}: {status} {body!r}")
 
 
-def run(rounds: int, results: Results, out: Callable[[str], None] = print) -> None:
-    """Time the three apps of both frameworks; print the differences (its own
-    table: the summary's rows are the in-process goals)."""
-    logging.getLogger("urlguard").disabled = True
-    loop = asyncio.new_event_loop()
-    try:
-        frameworks = _frameworks(loop)
-        cases = [(tname, target, target) for tname, target in TARGETS.items()]
-        cases.append(("kept %2F", KEPT, KEPT_BARE))
-        sizes = {
-            (f.name, tname): 20 * calls_per(0.001, functools.partial(f.batch, "bare", bare, 20))
-            for f in frameworks
-            for tname, _, bare in cases
-        }
-
-        def one_round(round_no: int) -> dict[tuple[str, str, str], float]:
-            times = {}
-            with collector_off():
-                for f in frameworks:
-                    for tname, target, bare in cases:
-                        n = sizes[f.name, tname]
-                        layers = ["bare", "segment"] if tname == "kept %2F" else list(LAYERS)
-
-                        def batch(
-                            layer: str,
-                            f: Framework = f,
-                            n: int = n,
-                            t: bytes = target,
-                            b: bytes = bare,
-                        ) -> int:
-                            return f.batch(layer, b if layer == "bare" else t, n)
-
-                        for layer, ns in fastest_of_two(layers, round_no, batch).items():
-                            times[f.name, tname, layer] = ns / n / 1000
-            return times
-
-        samples = collect(one_round, rounds, "segments")
-    finally:
-        loop.close()
+def run(rounds: int) -> None:
+    """Time the three apps of both frameworks; print the ratios to bare and the
+    segment route's more, round by round (the summary's rows are in-process)."""
+    cases = {tname: dict.fromkeys(LAYERS, target) for tname, target in TARGETS.items()}
+    cases["kept %2F"] = {"bare": KEPT_BARE, "segment": KEPT}
+    samples = InProcess(LAYERS, cases, check).timed(rounds, "segments")
     rows = []
-    for f in frameworks:
-        for tname, _, _ in cases:
-            bare = samples[f.name, tname, "bare"]
-            segment = ratios(samples[f.name, tname, "segment"], bare)
+    for app in ("starlette", "flask"):
+        for tname in cases:
+            bare = samples[app, tname, "bare"]
+            segment = ratios(samples[app, tname, "segment"], bare)
             if tname == "kept %2F":
-                rows.append([f.name, tname, "-", iqr(segment).text(), "-"])
+                rows.append([app, tname, "-", iqr(segment).text(), "-"])
                 continue
-            guarded = ratios(samples[f.name, tname, "guarded"], bare)
-            more = [s - g for s, g in zip(segment, guarded, strict=True)]
-            rows.append(
-                [f.name, tname, iqr(guarded).text(), iqr(segment).text(), iqr(more).text("+.3f")]
-            )
-    out(f"Segment routes: × bare, {rounds} rounds: median (IQR)")
-    out(markdown(["app", "target", "guarded", "guarded, segment route", "more"], rows))
+            guarded = ratios(samples[app, tname, "guarded"], bare)
+            more = iqr([s - g for s, g in zip(segment, guarded, strict=True)]).text("+.3f")
+            rows.append([app, tname, iqr(guarded).text(), iqr(segment).text(), more])
+    print(f"Segment routes: × bare, {rounds} rounds: median (IQR)")
+    print(markdown(["app", "target", "guarded", "guarded, segment route", "more"], rows))

@@ -1,8 +1,5 @@
-"""The one table of docs/speed.md: each goal, and what a run measured for it.
-
-Parts fill :data:`Results` by row and column (``compiled`` or ``reference``:
-a time; with `` Ir``: an instruction ratio). A cell no part filled reads
-"not measured": a partial run shows no figure it did not see.
+"""The one table of docs/speed.md: each goal, and what a run measured for it,
+from :data:`Results` as the parts fill it (a cell none filled: "not measured").
 """
 
 from __future__ import annotations
@@ -23,9 +20,6 @@ class Row:
     measure: str
     limit: float | None = None
     at_most: bool = True
-
-    def goal(self) -> str:
-        return "" if self.limit is None else f"{'≤' if self.at_most else '≥'} {self.limit:.2f}"
 
     def verdict(self, value: float) -> str:
         if self.limit is None:
@@ -51,7 +45,7 @@ ROWS = (
     Row("audit distinct", "`urlguard audit --json`, all lines distinct: lines/s"),
 )
 COLUMNS = ("compiled", "compiled Ir", "reference", "reference Ir")
-NOT_MEASURED = "not measured"
+HEADERS = ("measure", "goal", "compiled: time", "compiled: Ir", "reference: time", "reference: Ir")
 LEGEND = (
     "Time: median of the per-round ratios (interquartile range); end to end and "
     "audit: median over runs (min–max). Ir: the same ratio in instructions "
@@ -63,7 +57,7 @@ LEGEND = (
 def _cell(value: Spread | float | None) -> str:
     if isinstance(value, Spread):
         return value.text()
-    return NOT_MEASURED if value is None else f"{value:.3f}"
+    return "not measured" if value is None else f"{value:.3f}"
 
 
 def table(results: Results) -> str:
@@ -78,7 +72,6 @@ def table(results: Results) -> str:
             cells[2 if chosen() == "compiled" else 0] = ""
         compiled = results.get((row.key, "compiled"))
         verdict = row.verdict(compiled.median) if isinstance(compiled, Spread) else ""
-        rows.append([row.measure, row.goal(), *cells, verdict])
-    headers = ["measure", "goal", "compiled: time", "compiled: Ir", "reference: time"]
-    headers += ["reference: Ir", "verdict"]
-    return markdown(headers, rows) + "\n\n" + LEGEND
+        goal = "" if row.limit is None else f"{'≤' if row.at_most else '≥'} {row.limit:.2f}"
+        rows.append([row.measure, goal, *cells, verdict])
+    return markdown([*HEADERS, "verdict"], rows) + "\n\n" + LEGEND

@@ -1,9 +1,5 @@
-"""What the timed parts share: rounds without the collector, batch sizes from
-``timeit``, summaries from ``statistics``, and Markdown tables.
-
-Every comparison is a ratio taken within one round, between timings a few
-milliseconds apart, then summarised over rounds: a machine whose speed
-drifts over minutes moves both sides of a round alike.
+"""What the timed parts share: rounds with the collector off, interleaved
+orders, batch sizes from ``timeit``, summaries from ``statistics``, tables.
 """
 
 from __future__ import annotations
@@ -16,15 +12,12 @@ import sys
 import timeit
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 T = TypeVar("T")
-K = TypeVar("K")
 
 
-@dataclass(frozen=True)
-class Spread:
+class Spread(NamedTuple):
     """A median and the interval around it (quartiles, or minimum and maximum)."""
 
     median: float
@@ -57,8 +50,7 @@ def ratios(numerators: Sequence[float], denominators: Sequence[float]) -> list[f
 
 @contextmanager
 def collector_off() -> Iterator[None]:
-    """Collect, then keep the cyclic collector off: a collection would land
-    in whichever timing happened to trigger it."""
+    """Collect, then keep the cyclic collector off: a collection would land in one timing."""
     gc.collect()
     gc.disable()
     try:
@@ -74,11 +66,11 @@ def calls_per(seconds: float, call: Callable[[], object]) -> int:
 
 
 def collect(
-    measure: Callable[[int], Mapping[K, float]], rounds: int, name: str
-) -> dict[K, list[float]]:
+    measure: Callable[[int], Mapping[T, float]], rounds: int, name: str
+) -> dict[T, list[float]]:
     """Each key's values over ``rounds`` rounds of ``measure(round_no)``, after
     a warm-up round (0) whose values are dropped."""
-    samples: dict[K, list[float]] = {key: [] for key in measure(0)}
+    samples: dict[T, list[float]] = {key: [] for key in measure(0)}
     for round_no in range(1, rounds + 1):
         for key, value in measure(round_no).items():
             samples[key].append(value)
@@ -88,9 +80,8 @@ def collect(
 
 
 def fastest_of_two(names: Sequence[T], turn: int, time_one: Callable[[T], float]) -> dict[T, float]:
-    """Each name's faster of two timings, in its ``turn``-th order (:func:`in_turn`)
-    and then back: a preemption by another process costs milliseconds, and
-    seldom lands on both."""
+    """Each name's faster of two timings, in its ``turn``-th order and then back:
+    a preemption by another process seldom lands on both."""
     order = in_turn(names, turn)
     fastest = dict.fromkeys(order, math.inf)
     for name in (*order, *reversed(order)):
@@ -99,9 +90,8 @@ def fastest_of_two(names: Sequence[T], turn: int, time_one: Callable[[T], float]
 
 
 def in_turn(items: Sequence[T], round_no: int) -> tuple[T, ...]:
-    """``items`` in the ``round_no``-th of all their orders. Every variant runs
-    before and after every other equally often: with rotations alone, one
-    keeps following the same neighbour and its ratio leans with that place."""
+    """``items`` in the ``round_no``-th of all their orders, so that each runs
+    before and after each other equally often (rotations alone would not)."""
     orders = list(itertools.permutations(items))
     return orders[round_no % len(orders)]
 

@@ -1,5 +1,86 @@
-"""Hello-world apps for the benchmarks: ``starlette_hello`` and ``flask_hello``
-each expose ``bare``, ``noop`` and ``guarded`` (on the parser chosen at
-import), and ``make_app(layer, parser)`` for a guard on a given parser.
-The handlers are the same in every variant: what differs is the layer.
+"""Hello-world Starlette and Flask apps for the benchmarks, the same handlers
+behind each layer: bare, a no-op layer, or the guard, added the documented way.
 """
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
+
+from flask import Flask
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from urlguard import asgi, wsgi
+
+HELLO = "Hello, world!"
+
+
+class NoopASGI:
+    """A pure-ASGI layer that does nothing."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
+
+
+class NoopWSGI:
+    """A WSGI layer that does nothing."""
+
+    def __init__(self, app: WSGIApplication) -> None:
+        self.app = app
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        return self.app(environ, start_response)
+
+
+async def hello(request: Request) -> PlainTextResponse:
+    return PlainTextResponse(HELLO)
+
+
+def starlette_app(layer: str, *, segment: bool = False, **guard: Any) -> Starlette:
+    """The app behind ``layer`` (``bare``, ``noop`` or ``guarded`` with ``guard``'s options)."""
+    middleware = {
+        "bare": [],
+        "noop": [Middleware(NoopASGI)],
+        "guarded": [Middleware(asgi.StrictURLMiddleware, **guard)],
+    }[layer]
+    if segment:
+        import urlguard.integrations.starlette  # noqa: F401  # registers {name:segment}
+    wiki = "/wiki/{title:segment}" if segment else "/wiki/{title}"
+    routes = [Route("/api/v1/users/{user_id:int}/orders", hello), Route(wiki, hello)]
+    return Starlette(routes=routes, middleware=middleware)
+
+
+def flask_app(layer: str, *, segment: bool = False, **guard: Any) -> Flask:
+    """The same for Flask, the guard wrapping ``app.wsgi_app``."""
+    app = Flask(f"hello_{layer}")
+    if segment:
+        from urlguard.integrations.flask import SegmentConverter
+
+        app.url_map.converters["segment"] = SegmentConverter
+
+    @app.get("/api/v1/users/<int:user_id>/orders")
+    def orders(user_id: int) -> str:
+        return HELLO
+
+    @app.get("/wiki/<segment:title>" if segment else "/wiki/<title>")
+    def wiki(title: str) -> str:
+        return HELLO
+
+    wrap = {"bare": None, "noop": NoopWSGI, "guarded": wsgi.StrictURLMiddleware}[layer]
+    if wrap is not None:
+        app.wsgi_app = wrap(app.wsgi_app, **guard)  # type: ignore[method-assign]
+    return app
+
+
+# What the end-to-end part serves under uvicorn.
+starlette_bare = starlette_app("bare")
+starlette_guarded = starlette_app("guarded")
