@@ -1,5 +1,6 @@
-"""Write the fuzzing seed corpus: the truth-table targets of tests/test_target.py
-and the corner cases of tests/test_fuzz_regressions.py, one file each.
+"""Write the fuzzing seed corpus: the truth-table targets of tests/test_target.py,
+the corner cases of tests/test_fuzz_regressions.py and a few targets with a
+Host line before them, one file each.
 
     python fuzz/build_corpus.py DIRECTORY
 """
@@ -14,10 +15,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from test_fuzz_regressions import CORNER_CASES, seed_targets
 
+#: A Host line, then a target: fuzz_compiled.py checks parse_target(target, host=...).
+WITH_HOSTS = [
+    b"a.com\n/x",
+    b"A.com:80\nhttp://a.com/x",
+    b"a.com:443\nhttps://a.com/x?q",
+    b"b.com\nhttp://a.com/x",
+    b"[::1]:8080\nhttp://[::1]:8080/",
+    b"a b\n/x%zz",
+]
+
 
 def seeds() -> list[bytes]:
     corner_cases = [param.values[0] for param in CORNER_CASES]
-    return [*seed_targets(), *(data for data in corner_cases if isinstance(data, bytes))]
+    own = [*seed_targets(), *(data for data in corner_cases if isinstance(data, bytes))]
+    return [*own, *WITH_HOSTS]
 
 
 def main(argv: list[str]) -> int:

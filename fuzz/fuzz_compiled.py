@@ -4,7 +4,8 @@ For every input, under each policy of ``tests/test_parser_c.py``, the
 compiled ``parse_target`` and the reference's must agree on everything
 observable (``verdict`` there: the rule, component, index, offset and
 message of a rejection; every field of an accepted ``Target``), and so must
-``parse_split_target`` with the input cut at its first ``?``. The reference
+``parse_split_target`` with the input cut at its first ``?``, and
+``parse_target`` with a Host: the input's first line, when it has two. The reference
 is pure Python, so atheris instruments it: its branches are the rules, and
 coverage of them guides the search through the compiled module's too.
 
@@ -49,7 +50,15 @@ from test_parser_c import POLICY_VALUES, verdict  # noqa: E402
 
 def check(data: bytes) -> None:
     path, question, query = data.partition(b"?")
+    host, newline, rest = data.partition(b"\n")
     for policy in POLICY_VALUES:
+        if newline:
+            got = verdict(lambda: compiled.parse_target(rest, policy, host))  # noqa: B023
+            expected = verdict(lambda: reference.parse_target(rest, policy, host))  # noqa: B023
+            if got != expected:
+                raise AssertionError(
+                    f"{rest!r}, host {host!r} under {policy}: compiled {got}, reference {expected}"
+                )
         got = verdict(lambda: compiled.parse_target(data, policy))  # noqa: B023
         expected = verdict(lambda: reference.parse_target(data, policy))  # noqa: B023
         if got != expected:
