@@ -85,11 +85,11 @@ cdef enum:
 
 cdef tuple _COMPONENTS = ("target", "path", "query")
 
-# What the splitter makes of a raw byte: not allowed raw (raw-char), nothing
-# to note, the separator between pieces ('/' or '&'), an escape or a '+' to
-# decode, the mark whose first place is noted (';' in a segment, '=' in a pair).
-cdef enum:
-    BAD, PLAIN, SEPARATOR, ESCAPE, MARK
+# What the splitter makes of a raw byte: nothing to note, an escape or a '+'
+# to decode, the mark whose first place is noted (';' in a segment, '=' in a
+# pair), the separator between pieces ('/' or '&'), not allowed raw (raw-char).
+cdef enum:  # in this order: the splitter skips every class up to one (see _split)
+    PLAIN, ESCAPE, MARK, SEPARATOR, BAD
 
 cdef enum:
     STACK_SPANS = 64  # spans of each kind on the C stack; more go to the heap
@@ -230,9 +230,9 @@ cdef _Rules _rules_for(object policy):
 cdef struct Span:
     Py_ssize_t a, b  # the piece is s[a:b]
     Py_ssize_t mark  # where its first ';' (segment) or '=' (pair) is; -1: none
-    # Its first and last escape (or '+' read as a space, or raw '\\' that
-    # separates), -1: none. A part of it between them may hold one.
-    Py_ssize_t first_escape, last_escape
+    # Its first escape (or '+' read as a space, or raw '\\' that
+    # separates), -1: none. A part of it from there on may hold one.
+    Py_ssize_t first_escape
 
 cdef struct Walk:
     const unsigned char* s
@@ -272,10 +272,12 @@ cdef Py_ssize_t _split(Walk* w, const unsigned char* kind, Py_ssize_t start, Py_
     ``i < end`` only."""
     cdef const unsigned char* s = w.s
     cdef Py_ssize_t count = 0, a = start, mark = -1, i = start
-    cdef Py_ssize_t first_escape = -1, last_escape = -1
-    cdef unsigned char k
+    cdef Py_ssize_t first_escape = -1
+    # What the inner loop skips: PLAIN, and ESCAPE too once the piece's first
+    # is noted, so that text full of escapes is walked without a stop at each.
+    cdef unsigned char skip = PLAIN, k
     while True:
-        while i < end and kind[s[i]] == PLAIN:
+        while i < end and kind[s[i]] <= skip:
             i += 1
         k = SEPARATOR if i == end else kind[s[i]]
         if k == SEPARATOR:
@@ -285,19 +287,18 @@ cdef Py_ssize_t _split(Walk* w, const unsigned char* kind, Py_ssize_t start, Py_
                     spans[count].b = i
                     spans[count].mark = mark
                     spans[count].first_escape = first_escape
-                    spans[count].last_escape = last_escape
                 count += 1
             if i == end:
                 return count
             a = i + 1
             mark = -1
-            first_escape = last_escape = -1
+            first_escape = -1
+            skip = PLAIN
         elif k == BAD:
             return _fail(w, RAW_CHAR, component, count, i)
-        elif k == ESCAPE:
-            if first_escape < 0:
-                first_escape = i
-            last_escape = i
+        elif k == ESCAPE:  # the first: the others are skipped
+            first_escape = i
+            skip = ESCAPE
         elif mark < 0:  # MARK
             mark = i
         i += 1
@@ -435,7 +436,7 @@ cdef object _ascii(const unsigned char* p, Py_ssize_t n):
 
 cdef inline bint _escaped(const Span* span, Py_ssize_t a, Py_ssize_t b) noexcept:
     """Whether s[a:b], inside the span, may hold one of its escapes."""
-    return span.first_escape >= 0 and span.first_escape < b and span.last_escape >= a
+    return span.first_escape >= 0 and span.first_escape < b
 
 
 cdef object _text(Walk* w, _Rules r, Py_ssize_t a, Py_ssize_t b, int component,
@@ -828,7 +829,7 @@ cdef object _walk(Walk* w, _Rules r, bytes raw, object host, Span* segments,
         nseg = 1
         segments[0].a = segments[0].b = path_start + 1
         segments[0].mark = -1
-        segments[0].first_escape = segments[0].last_escape = -1
+        segments[0].first_escape = -1
     if found != NULL:
         npair = _split(w, r.query_class, path_end + 1, n, False, QUERY, pairs, pair_room)
         if npair < 0:
