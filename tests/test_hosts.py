@@ -350,3 +350,15 @@ def test_an_idn_pattern_is_matched_on_its_a_label() -> None:
 
     assert allowed.allows(parse_host(b"xn--bcher-kva.example"))
     assert not allowed.allows(parse_host(b"bucher.example"))
+
+
+class _Bytes(bytes):
+    """A byte string of another type, as a server that breaks PEP 3333 might hand over."""
+
+
+@pytest.mark.parametrize(("host", "expected"), [("a.com", 200), ("b.com", 400), ("a b", 400)])
+def test_a_host_of_a_bytes_subclass_is_judged_against_the_list(
+    parser: Any, host: str, expected: int
+) -> None:
+    status, _ = wsgi({"allowed_hosts": ["a.com"]}, _Bytes(host.encode()), parser=parser)  # type: ignore[arg-type]
+    assert status == expected

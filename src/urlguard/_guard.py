@@ -276,12 +276,12 @@ class Guard(Generic[C, A]):
         # CPython switches threads only at calls and backward jumps, never
         # between this read and write; a free-threaded build may lose one.
         self.checked += 1
-        known: Host | None = host  # type: ignore[assignment]  # bytes are judged just below
-        if type(host) is bytes:
-            known = self.known_hosts.get(host)
+        known: Host | None = host  # type: ignore[assignment]  # judged just below unless a Host
+        if type(host) is not Host and host is not None:  # as received: never skip the list
+            known = self.known_hosts.get(host)  # type: ignore[arg-type]  # bytes, or a subclass
             if known is None:
                 try:
-                    known = self.hosts.judge(host)
+                    known = self.hosts.judge(host)  # type: ignore[arg-type]
                 except InvalidTarget as exc:
                     whole = b"" if raw is None else raw if not query else b"?".join((raw, query))
                     return self.decide_invalid(exc, whole, carrier, host=host)
