@@ -53,23 +53,18 @@ def check(data: bytes) -> None:
     host, newline, rest = data.partition(b"\n")
     for policy in POLICY_VALUES:
         if newline:
-            got = verdict(lambda: compiled.parse_target(rest, policy, host))  # noqa: B023
-            expected = verdict(lambda: reference.parse_target(rest, policy, host))  # noqa: B023
-            if got != expected:
-                raise AssertionError(
-                    f"{rest!r}, host {host!r} under {policy}: compiled {got}, reference {expected}"
-                )
-        got = verdict(lambda: compiled.parse_target(data, policy))  # noqa: B023
-        expected = verdict(lambda: reference.parse_target(data, policy))  # noqa: B023
-        if got != expected:
-            raise AssertionError(f"{data!r} under {policy}: compiled {got}, reference {expected}")
+            _agree(f"{rest!r}, host {host!r} under {policy}", "parse_target", rest, policy, host)
+        _agree(f"{data!r} under {policy}", "parse_target", data, policy)
         if question:
-            got = verdict(lambda: compiled.parse_split_target(path, query, policy))  # noqa: B023
-            expected = verdict(lambda: reference.parse_split_target(path, query, policy))  # noqa: B023
-            if got != expected:
-                raise AssertionError(
-                    f"{path!r}, {query!r} under {policy}: compiled {got}, reference {expected}"
-                )
+            _agree(f"{path!r}, {query!r} under {policy}", "parse_split_target", path, query, policy)
+
+
+def _agree(what: str, function: str, *args: object) -> None:
+    """The compiled ``function`` and the reference's give the same verdict on ``args``."""
+    got = verdict(lambda: getattr(compiled, function)(*args))
+    expected = verdict(lambda: getattr(reference, function)(*args))
+    if got != expected:
+        raise AssertionError(f"{what}: compiled {got}, reference {expected}")
 
 
 def _tokens(path: Path) -> list[bytes]:

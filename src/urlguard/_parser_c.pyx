@@ -1,5 +1,5 @@
 # cython: language_level=3, binding=False
-"""The compiled parser: ``parse_target`` and ``parse_split_target`` in C.
+"""The compiled parser: ``parse_target``, ``parse_split_target`` and ``host_header`` in C.
 
 Same contract as the reference (``urlguard._parser_py``), to the byte: the
 same verdict, rule, component, index and offset, and the same ``Target``, for
@@ -394,8 +394,8 @@ cdef inline void _measure(const unsigned char* d, Py_ssize_t m, Py_ssize_t* char
 
 
 cdef object _utf8_text(const unsigned char* d, Py_ssize_t m, Py_ssize_t chars, unsigned int widest):
-    """Text from d[:m], UTF-8 already checked by _check_utf8, which counted
-    its characters and found the widest: the string is made at its final
+    """Text from d[:m], UTF-8 already checked, its characters counted and its
+    widest found (by _check_utf8, or _measure): the string is made at its final
     size and kind (CPython's decoder grows a buffer, slow on short text)."""
     if widest < 0x80:
         return _ascii(d, m)

@@ -77,7 +77,7 @@ class SegmentConverter(BaseConverter):
     def to_python(self, value: str) -> str:
         # Only text cut from a view stands for a kept '/' by U+0000; on the
         # server's path, under a policy that allows U+0000, it is itself.
-        return _segments.decode(value) if _on_view.get() else value
+        return _segments.decode(value) if _ON_VIEW.get() else value
 
     def to_url(self, value: Any) -> str:
         return _segments.url_text(value)
@@ -87,7 +87,7 @@ class SegmentConverter(BaseConverter):
 _ROUTES_ON_VIEWS: Final = "_urlguard_routes_on_views"
 
 #: Set while an adapter bound to a view matches it (see :func:`_match_on_view`).
-_on_view: ContextVar[bool] = ContextVar("urlguard_flask_on_view", default=False)
+_ON_VIEW: ContextVar[bool] = ContextVar("urlguard_flask_on_view", default=False)
 
 
 def _match_on_view(match: Callable[..., Any]) -> Callable[..., Any]:
@@ -95,11 +95,11 @@ def _match_on_view(match: Callable[..., Any]) -> Callable[..., Any]:
     own ``path_info`` (the view); a ``path_info`` passed in is not one."""
 
     def on_view(path_info: str | None = None, *args: Any, **kwargs: Any) -> Any:
-        token = _on_view.set(path_info is None)
+        token = _ON_VIEW.set(path_info is None)
         try:
             return match(path_info, *args, **kwargs)
         finally:
-            _on_view.reset(token)
+            _ON_VIEW.reset(token)
 
     return on_view
 
