@@ -4,9 +4,10 @@ urlguard wraps Django's WSGI handler, not a Django middleware: the raw target
 is only in the WSGI environ, before Django builds its request (and re-encodes
 invalid UTF-8 in ``request.path``, which urlguard refuses instead). The
 default (strict) policy applies everywhere; under ``/files/`` a per-route
-policy keeps ``%2F`` inside its segment. ``/units/<segment:unit>`` declares a
-``segment`` parameter, and that is its whole configuration: Django resolves
-``/units/kg%2Fs`` on its segments and hands the view ``"kg/s"``.
+policy keeps ``%2F`` inside its segment, and one under ``/units/``, where
+``<segment:unit>`` takes one segment: Django resolves ``/units/kg%2Fs`` on
+the routing path (``/units/kg%2Fs``, the kept ``/`` still escaped) and the
+converter hands the view ``"kg/s"``.
 
     GET /echo/<anything>   ->  {"segments": [...], "query": [[name, value], ...]}
     GET /files/<anything>  ->  the same, with encoded slashes kept
@@ -62,7 +63,10 @@ from urlguard.integrations.django import get_target  # and registers <segment:na
 from urlguard.wsgi import StrictURLMiddleware
 
 #: Raw path prefix -> overrides of the default policy.
-ROUTES: Final[dict[str, dict[str, Any]]] = {"/files/": {"encoded_slash": "keep"}}
+ROUTES: Final[dict[str, dict[str, Any]]] = {
+    "/files/": {"encoded_slash": "keep"},
+    "/units/": {"encoded_slash": "keep"},
+}
 
 if not settings.configured:
     settings.configure(

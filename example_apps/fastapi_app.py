@@ -2,8 +2,8 @@
 
 Every request target is checked, raw, by ``urlguard.asgi.StrictURLMiddleware``
 with the default (strict) policy before FastAPI routes it; under ``/files/``
-a per-route policy keeps ``%2F`` inside its segment; ``/units/{unit:segment}``
-receives one segment, ``%2F`` and all, and only that route may. The handler takes the
+a per-route policy keeps ``%2F`` inside its segment, and so does one under
+``/units/``, where ``{unit:segment}`` receives one segment, ``%2F`` and all. The handler takes the
 guarded target as a dependency (``GuardedTarget``), so it never reads the
 decoded ``request.url.path`` (where ``%2F`` has already become ``/`` and
 invalid UTF-8 has become U+FFFD).
@@ -61,7 +61,10 @@ from urlguard.asgi import StrictURLMiddleware
 from urlguard.integrations.fastapi import GuardedTarget  # and registers {name:segment}
 
 #: Raw path prefix -> overrides of the default policy.
-ROUTES: Final[dict[str, dict[str, Any]]] = {"/files/": {"encoded_slash": "keep"}}
+ROUTES: Final[dict[str, dict[str, Any]]] = {
+    "/files/": {"encoded_slash": "keep"},
+    "/units/": {"encoded_slash": "keep"},
+}
 
 app = FastAPI()
 app.add_middleware(StrictURLMiddleware, routes=ROUTES)

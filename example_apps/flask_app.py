@@ -2,8 +2,8 @@
 
 Every request target is checked, raw, by ``urlguard.wsgi.StrictURLMiddleware``
 with the default (strict) policy before Flask routes it; under ``/files/`` a
-per-route policy keeps ``%2F`` inside its segment; ``/units/<segment:unit>``
-receives one segment, ``%2F`` and all, and only that route may. The handlers
+per-route policy keeps ``%2F`` inside its segment, and so does one under
+``/units/``, where ``<segment:unit>`` receives one segment, ``%2F`` and all. The handlers
 read the decoded pieces from the guarded target, never from ``request.path``
 (where ``%2F`` has already become ``/``).
 
@@ -85,7 +85,10 @@ from urlguard.integrations.flask import SegmentConverter, get_target
 from urlguard.wsgi import StrictURLMiddleware
 
 #: Raw path prefix -> overrides of the default policy.
-ROUTES: Final[dict[str, dict[str, Any]]] = {"/files/": {"encoded_slash": "keep"}}
+ROUTES: Final[dict[str, dict[str, Any]]] = {
+    "/files/": {"encoded_slash": "keep"},
+    "/units/": {"encoded_slash": "keep"},
+}
 
 
 class Anything(BaseConverter):
@@ -99,9 +102,6 @@ class Anything(BaseConverter):
 app = Flask(__name__)
 app.url_map.converters["anything"] = Anything
 app.url_map.converters["segment"] = SegmentConverter
-# werkzeug routes on the decoded path, where a kept "a%2F" under /files/ ends
-# in "/" and a doubled slash would be merged: keep the path as it is.
-app.url_map.merge_slashes = False
 app.wsgi_app = StrictURLMiddleware(app.wsgi_app, routes=ROUTES)  # type: ignore[method-assign]
 
 

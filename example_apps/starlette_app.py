@@ -2,8 +2,8 @@
 
 Every request target is checked, raw, by ``urlguard.asgi.StrictURLMiddleware``
 with the default (strict) policy before Starlette routes it; under ``/files/``
-a per-route policy keeps ``%2F`` inside its segment; ``/units/{unit:segment}``
-receives one segment, ``%2F`` and all, and only that route may. The handlers read the
+a per-route policy keeps ``%2F`` inside its segment, and so does one under
+``/units/``, where ``{unit:segment}`` receives one segment, ``%2F`` and all. The handlers read the
 decoded pieces from the guarded target, never from ``request.url.path``
 (where ``%2F`` has already become ``/`` and invalid UTF-8 has become U+FFFD).
 
@@ -70,7 +70,10 @@ from urlguard.asgi import StrictURLMiddleware
 from urlguard.integrations.starlette import get_target  # and registers {name:segment}
 
 #: Raw path prefix -> overrides of the default policy.
-ROUTES: Final[dict[str, dict[str, Any]]] = {"/files/": {"encoded_slash": "keep"}}
+ROUTES: Final[dict[str, dict[str, Any]]] = {
+    "/files/": {"encoded_slash": "keep"},
+    "/units/": {"encoded_slash": "keep"},
+}
 
 
 async def echo(request: Request) -> JSONResponse:

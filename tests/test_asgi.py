@@ -25,7 +25,7 @@ import pytest
 from starlette.responses import PlainTextResponse
 
 from conftest import Parser
-from urlguard import InvalidTarget, Target
+from urlguard import InvalidTarget, Policy, Target
 from urlguard.asgi import StrictURLMiddleware
 
 P = pytest.param
@@ -331,6 +331,41 @@ def test_server_keys_are_never_rewritten(parser: Parser) -> None:
     call(app, scope)
     assert {k: v for k, v in inner.scopes[0].items() if not k.startswith("urlguard.")} == before
     assert set(inner.scopes[0]) - set(before) == {"urlguard.target"}
+
+
+ROUTING_PATHS = [
+    # server, root_path, wire -> the path the application gets
+    P("uvicorn-h11", "", b"/u/kg%2Fs?q=%2F", "/u/kg%2Fs", id="a kept slash"),
+    P("uvicorn-h11", "", b"/u/caf%C3%A9%2F50%25", "/u/café%2F50%25", id="decoded, % escaped"),
+    P("uvicorn-h11", "/mnt", b"/u/kg%2Fs", "/mnt/u/kg%2Fs", id="uvicorn: root_path in front"),
+    P("hypercorn", "/mnt", b"/mnt/u/kg%2Fs", "/mnt/u/kg%2Fs", id="hypercorn: below root_path"),
+    P("hypercorn", "/mnt", b"/u/kg%2Fs", "/u/kg%2Fs", id="not below root_path: whole"),
+]
+
+
+@pytest.mark.parametrize(("server", "root", "wire", "path"), ROUTING_PATHS)
+def test_a_kept_slash_reaches_the_app_on_the_routing_path(
+    parser: Parser, server: str, root: str, wire: bytes, path: str
+) -> None:
+    app, inner = guarded(parser, policy=Policy(encoded_slash="keep"))
+    scope = server_scope(server, wire, root_path=root)
+    before = copy.deepcopy(scope)
+    assert response(call(app, scope)).status == 200
+    (seen,) = inner.scopes
+    assert seen["path"] == path
+    assert seen is not scope  # a copy: the server's scope is left as it was
+    assert {k: v for k, v in scope.items() if not k.startswith("urlguard.")} == before
+    others = {k: v for k, v in seen.items() if k != "path" and not k.startswith("urlguard.")}
+    assert others == {k: v for k, v in before.items() if k != "path"}
+    assert seen["urlguard.target"] is scope["urlguard.target"]
+
+
+def test_without_a_kept_slash_the_scope_is_the_servers(parser: Parser) -> None:
+    app, inner = guarded(parser, policy=Policy(encoded_slash="keep"))
+    scope = server_scope("uvicorn-h11", b"/u/50%25?next=%2Fx")
+    call(app, scope)
+    assert inner.scopes[0] is scope
+    assert scope["path"] == "/u/50%"
 
 
 def test_empty_query_and_no_query_look_the_same(parser: Parser) -> None:

@@ -44,6 +44,7 @@ from urlguard._guard import (
     GuardedMiddleware,
     MissingRawTarget,
     Request,
+    RoutingPath,
     rebuild_target,
 )
 from urlguard._host import Host
@@ -93,8 +94,13 @@ def decide(
     query: bytes | None = None,
     mount: bytes | None = None,
     carrier: Carrier | None = None,
-) -> Answer | App | None:
+) -> Answer | App | RoutingPath | None:
     return guard.decide(raw, query, mount, {} if carrier is None else carrier)
+
+
+def passed(decision: object) -> bool:
+    """Call the application: on the server's path, or on a routing path."""
+    return decision is None or type(decision) is RoutingPath
 
 
 def accepted(
@@ -102,7 +108,7 @@ def accepted(
 ) -> Target:
     """The Target ``decide`` stored: the request went on with it."""
     carrier: Carrier = {}
-    assert decide(guard, raw, query, mount, carrier) is None
+    assert passed(decide(guard, raw, query, mount, carrier))
     target = carrier["urlguard.target"]
     assert isinstance(target, Target)
     return target
@@ -113,7 +119,7 @@ def verdict(guard: Guard[Carrier, App], raw: bytes | None, query: bytes | None =
     violation it stored, answering 400."""
     carrier: Carrier = {}
     decision = decide(guard, raw, query, None, carrier)
-    if decision is None:
+    if passed(decision):
         segments: tuple[str, ...] = carrier["urlguard.target"].segments
         return segments
     assert isinstance(decision, Answer)
@@ -1036,8 +1042,49 @@ def test_routes(
         assert isinstance(decision, Answer)
         assert carrier["urlguard.violation"].rule == expected
     else:
-        assert decision is None
+        assert passed(decision)
         assert carrier["urlguard.target"].segments == expected
+
+
+# --- the routing path ----------------------------------------------------------------------
+
+#: raw target (WSGI: whole; ASGI: the path, the query apart), mount point ->
+#: the decision for a passing target under a policy that keeps %2F.
+ROUTING = [
+    P(b"/units/kg", None, None, id="no escape: the server's path"),
+    P(b"/units/caf%C3%A9%20x", None, None, id="escapes but no kept slash"),
+    P(b"/units/50%25", None, None, id="a percent alone: the server's path"),
+    P(b"/units/a?next=%2Fhome", None, None, id="an escaped slash in the query only"),
+    P(b"/units/kg%2Fs", None, RoutingPath("/units/kg%2Fs", False), id="kept slash"),
+    P(b"/units/kg%2fs", None, RoutingPath("/units/kg%2Fs", False), id="lower case: written upper"),
+    P(b"/u/50%25%2F", None, RoutingPath("/u/50%25%2F", False), id="percent beside a kept slash"),
+    P(b"/u/caf%C3%A9%2Fx/a%20b", None, RoutingPath("/u/café%2Fx/a b", False), id="decoded"),
+    P(b"/m/u/a%2Fb", b"/m", RoutingPath("/u/a%2Fb", True), id="below the mount point"),
+    P(b"/u/a%2Fb", b"/m", RoutingPath("/u/a%2Fb", False), id="not below the mount point"),
+    P(b"/u/a%252Fb", None, RoutingPath("/u/a%252Fb", False), id="escape text kept apart"),
+]
+
+
+@pytest.mark.parametrize(("raw", "mount", "expected"), ROUTING)
+@pytest.mark.parametrize("routed", [P(False, id="one policy"), P(True, id="routes")])
+def test_the_routing_path(
+    parser: Parser, raw: bytes, mount: bytes | None, expected: object, routed: bool
+) -> None:
+    keep = Policy(encoded_slash="keep", double_encoding="allow")
+    options: dict[str, Any] = (
+        {"routes": {"/": keep, "/elsewhere/": {}}} if routed else {"policy": keep}
+    )
+    guard = make(parser, **options).guard
+    carrier: Carrier = {}
+    assert decide(guard, raw, None, mount, carrier) == expected
+    assert isinstance(carrier["urlguard.target"], Target)
+
+
+def test_no_routing_path_where_no_policy_keeps_a_slash(parser: Parser) -> None:
+    guard = make(parser, policy=Policy(double_encoding="allow")).guard
+    carrier: Carrier = {}
+    assert decide(guard, b"/u/a%252Fb", None, None, carrier) is None
+    assert carrier["urlguard.target"].segments == ("u", "a%2Fb")
 
 
 # A base policy that keeps %2F and a stricter route: below a mount point, the
@@ -1084,7 +1131,7 @@ def test_routes_below_a_mount_point(
         assert carrier["urlguard.violation"].rule == expected
         assert "urlguard.target" not in carrier
     else:
-        assert decision is None
+        assert passed(decision)
         assert carrier["urlguard.target"].segments == expected
 
 

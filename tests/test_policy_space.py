@@ -39,7 +39,7 @@ from urlguard import RULES, InvalidTarget, Policy, Target
 from urlguard import _grammar as g
 from urlguard._answers import Answer
 from urlguard._config import route_policy
-from urlguard._guard import TARGET_KEY, VIOLATION_KEY, Guard, Request
+from urlguard._guard import TARGET_KEY, VIOLATION_KEY, Guard, Request, RoutingPath
 
 T = TypeVar("T")
 
@@ -624,7 +624,7 @@ def decision(
     body, reason) or None, and what the guard stored in the carrier."""
     carrier: dict[str, Any] = {}
     answer = guard.decide(raw, query, mount, carrier)
-    assert answer is None or isinstance(answer, Answer)
+    assert answer is None or isinstance(answer, Answer | RoutingPath)
     target = carrier.pop(TARGET_KEY, None)
     violation = carrier.pop(VIOLATION_KEY, None)
     assert target is None or isinstance(target, Target)

@@ -1,9 +1,9 @@
 """``{name:segment}`` route parameters in Starlette and FastAPI.
 
-The truth table runs through each framework's test client on both parsers,
-then behind uvicorn with raw sockets (``servers`` marker), because HTTP
-clients normalise hostile targets away. The applications are in
-e2e_apps/segment_routes.py.
+The shared truth table (segment_table.py) runs through each framework's
+test client on both parsers, then behind uvicorn with raw sockets
+(``servers`` marker), because HTTP clients normalise hostile targets away.
+The applications are in e2e_apps/segment_routes.py.
 """
 
 from __future__ import annotations
@@ -16,14 +16,23 @@ from collections.abc import Callable, Iterator
 from pathlib import Path as FilePath
 from typing import Annotated, Any
 
+import fastapi.routing
 import pytest
+import starlette.routing
 from fastapi import FastAPI, Path
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from starlette.applications import Starlette
 from starlette.exceptions import StarletteDeprecationWarning
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from e2e_apps import segment_routes
 from rawhttp import free_port, request, running
-from urlguard import Policy, _segments, parse_target
+from segment_table import DEFAULT_TABLE, REFUSED, ROUND_TRIP, TABLE, answer_of
+from urlguard import Policy
 from urlguard.asgi import StrictURLMiddleware
 from urlguard.integrations.starlette import SegmentConvertor
 
@@ -31,54 +40,16 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", StarletteDeprecationWarning)
     from starlette.testclient import TestClient
 
-P = pytest.param
-
-# target -> (status, JSON answer or the rule named by the 400)
-TABLE: list[Any] = [
-    P("/units/kg%2Fs", 200, {"route": "units", "unit": "kg/s"}, id="kept-slash"),
-    P("/units/kg%2fs", 200, {"route": "units", "unit": "kg/s"}, id="lower-case-escape"),
-    P("/units/kg/s", 200, {"route": "pair", "a": "kg", "b": "s"}, id="two-segments"),
-    P("/units/caf%C3%A9", 200, {"route": "units", "unit": "café"}, id="utf8"),
-    P("/units/kg", 200, {"route": "units", "unit": "kg"}, id="plain"),
-    P("/units/a%2Fb%2Fc", 200, {"route": "units", "unit": "a/b/c"}, id="two-kept"),
-    P("/units/50%25%2F", 200, {"route": "units", "unit": "50%/"}, id="empty-last-part"),
-    P("/units/..%2Fx", 400, "dot-segment", id="dot-part"),
-    P("/units/%2Fetc", 400, "empty-segment", id="leading-kept"),
-    P("/units/a%2F..", 400, "dot-segment", id="trailing-dot-part"),
-    P("/units/a%2F%2Fb", 400, "empty-segment", id="empty-part-inside"),
-    P("/units/c:%2Fx", 400, "drive-letter", id="drive-part"),
-    P("/units/a%252Fb", 400, "double-encoding", id="double-encoded"),
-    P("/repos/o%2Fo/n%2Fn", 200, {"route": "repo", "owner": "o/o", "name": "n/n"}, id="two-params"),
-    P("/repos/o/n%2Fn", 200, {"route": "repo", "owner": "o", "name": "n/n"}, id="second-param"),
-    P("/files/a%2Fb/c/d", 200, {"route": "file", "name": "a/b", "rest": "c/d"}, id="beside-path"),
-    P("/files/a/c%2Fd", 400, "encoded-slash", id="kept-in-path-param"),
-    P("/dirs/a%2Fb/", 200, {"route": "dir", "name": "a/b"}, id="trailing-slash"),
-    P("/sub/s/q%2Fr", 200, {"route": "sub", "b": "q/r"}, id="mounted"),
-    P("/sub%2Fs/x", 400, "encoded-slash", id="kept-in-mount-prefix"),
-    P("/plain/a%2Fb", 400, "encoded-slash", id="no-segment-param"),
-    P("/plain/a", 200, {"route": "plain", "x": "a"}, id="no-segment-param-plain"),
-    P("/nowhere/a%2Fb", 400, "encoded-slash", id="no-route"),
-    P("/units/kg%5Cs", 400, "encoded-backslash", id="backslash-not-kept"),
-]
-
-# The same targets, for an application with no segment route: as before.
-PLAIN_TABLE: list[Any] = [
-    P("/units/kg%2Fs", 400, "encoded-slash", id="kept-slash"),
-    P("/units/..%2Fx", 400, "encoded-slash", id="dot-part"),
-    P("/units/kg/s", 200, {"route": "pair", "a": "kg", "b": "s"}, id="two-segments"),
-    P("/units/kg", 200, {"route": "units", "unit": "kg"}, id="plain"),
-]
-
 Get = Callable[[str], tuple[int, Any]]
 
 
 def _client_get(app: Any) -> Iterator[Get]:
-    with TestClient(app) as client:
+    with TestClient(app, follow_redirects=False) as client:
 
         def get(target: str) -> tuple[int, Any]:
             response = client.get(target, headers={"Accept": "application/json"})
-            body = response.json()
-            return response.status_code, body if response.status_code == 200 else body["rule"]
+            json_body = "json" in response.headers.get("content-type", "")
+            return answer_of(response.status_code, response.json() if json_body else None)
 
         yield get
 
@@ -94,11 +65,11 @@ def test_segment_routes(get: Get, target: str, status: int, expected: Any) -> No
     assert get(target) == (status, expected)
 
 
-@pytest.mark.parametrize(("target", "status", "expected"), PLAIN_TABLE)
-def test_an_application_without_segment_routes_is_unchanged(
+@pytest.mark.parametrize(("target", "status", "expected"), DEFAULT_TABLE)
+def test_the_default_policy_refuses_every_encoded_slash(
     parser: Any, target: str, status: int, expected: Any
 ) -> None:
-    for get in _client_get(segment_routes.starlette(segment="", parser=parser)):
+    for get in _client_get(segment_routes.starlette(policy=None, parser=parser)):
         assert get(target) == (status, expected)
 
 
@@ -111,32 +82,72 @@ def test_the_hard_case_in_either_order(parser: Any, order: int) -> None:
             assert get("/units/kg/s") == (200, {"route": "pair", "a": "kg", "b": "s"})
 
 
-def test_routes_added_after_the_first_request_are_seen(parser: Any) -> None:
+def test_routes_added_after_the_first_request(parser: Any) -> None:
     app = segment_routes.starlette([("/plain/{x}", "plain")], parser=parser)
     for get in _client_get(app):
-        assert get("/late/a%2Fb") == (400, "encoded-slash")
+        assert get("/late/a%2Fb") == (404, None)
         app.add_route("/late/{name:segment}", segment_routes._answer("late"))
         assert get("/late/a%2Fb") == (200, {"route": "late", "name": "a/b"})
 
 
-def test_the_server_keys_are_not_rewritten(parser: Any) -> None:
+def _spying_app(parser: Any, root_path: str = "") -> tuple[Starlette, dict[str, Any]]:
     seen: dict[str, Any] = {}
 
-    async def spy(request: Any) -> Any:
+    async def spy(request: Request) -> Response:
         seen.update({k: request.scope.get(k) for k in ("path", "raw_path", "root_path")})
+        seen["url.path"] = request.url.path
         seen["target"] = request.scope["urlguard.target"].segments
-        return await segment_routes._answer("units")(request)
+        return JSONResponse({"unit": request.path_params["unit"]})
 
-    app = segment_routes.starlette([], parser=parser)
-    app.router.routes.insert(0, Route("/units/{unit:segment}", spy))
-    for get in _client_get(app):
-        assert get("/units/kg%2Fs") == (200, {"route": "units", "unit": "kg/s"})
+    app = Starlette(
+        routes=[Route("/units/{unit:segment}", spy)],
+        middleware=[Middleware(StrictURLMiddleware, policy=segment_routes.KEEP, parser=parser)],
+    )
+    return app, seen
+
+
+def test_the_routing_path_is_the_one_path_after_the_guard(parser: Any) -> None:
+    app, seen = _spying_app(parser)
+    with TestClient(app) as client:
+        assert client.get("/units/kg%2Fs%25").json() == {"unit": "kg/s%"}
     assert seen == {
-        "path": "/units/kg/s",
-        "raw_path": b"/units/kg%2Fs",
+        "path": "/units/kg%2Fs%25",
+        "url.path": "/units/kg%2Fs%25",
+        "raw_path": b"/units/kg%2Fs%25",
         "root_path": "",
-        "target": ("units", "kg/s"),
+        "target": ("units", "kg/s%"),
     }
+
+
+def test_a_request_without_a_kept_slash_keeps_the_servers_path(parser: Any) -> None:
+    app, seen = _spying_app(parser)
+    with TestClient(app) as client:
+        assert client.get("/units/50%25").json() == {"unit": "50%"}
+    assert seen["path"] == "/units/50%"
+
+
+def test_the_routing_path_below_a_root_path(parser: Any) -> None:
+    app, seen = _spying_app(parser)
+    with TestClient(app, root_path="/mnt") as client:
+        assert client.get("/mnt/units/kg%2Fs").json() == {"unit": "kg/s"}
+    assert seen["path"] == "/mnt/units/kg%2Fs"
+    assert seen["root_path"] == "/mnt"
+
+
+def _callables(namespace: object) -> dict[str, object]:
+    return {name: value for name, value in vars(namespace).items() if callable(value)}
+
+
+def test_nothing_of_the_framework_is_replaced(parser: Any) -> None:
+    modules = (starlette.routing, fastapi.routing)
+    before = [_callables(module) for module in modules]
+    apps = (segment_routes.starlette(parser=parser), segment_routes.fastapi(parser=parser))
+    state = [_callables(app.router) for app in apps]
+    for app in apps:
+        for get in _client_get(app):
+            assert get("/units/kg%2Fs") == (200, {"route": "units", "unit": "kg/s"})
+    assert [_callables(module) for module in modules] == before
+    assert [_callables(app.router) for app in apps] == state
 
 
 def test_a_websocket_route_takes_a_segment(parser: Any) -> None:
@@ -152,7 +163,7 @@ def test_openapi_and_validators_see_a_string_parameter() -> None:
     async def unit(unit: Annotated[str, Path(max_length=4)]) -> dict[str, str]:
         return {"unit": unit}
 
-    app.add_middleware(StrictURLMiddleware)
+    app.add_middleware(StrictURLMiddleware, policy=segment_routes.KEEP)
     (parameter,) = app.openapi()["paths"]["/units/{unit}"]["get"]["parameters"]
     assert parameter["in"] == "path"
     assert parameter["schema"]["type"] == "string"
@@ -162,43 +173,95 @@ def test_openapi_and_validators_see_a_string_parameter() -> None:
         assert client.get("/units/kg%2Fs%2Fh").status_code == 422
 
 
-NAMES = ["kg/s", "50%", "a?b", "a#b", "a b", "café", "../x", "a/", "/a", "ü/ß?#%20"]
+def test_a_redirect_to_the_trailing_slash_keeps_the_encoded_slash(parser: Any) -> None:
+    for build in (segment_routes.starlette, segment_routes.fastapi):
+        with TestClient(build(parser=parser), follow_redirects=False) as client:
+            response = client.get("/dirs/a%2Fb")
+            assert response.status_code == 307
+            assert response.headers["location"] == "http://testserver/dirs/a%2Fb/"
+            assert client.get(response.headers["location"]).json() == {
+                "route": "dir",
+                "name": "a/b",
+            }
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_url_building_round_trips(name: str) -> None:
-    for app in (segment_routes.starlette_app, segment_routes.fastapi_app):
+# --- the issues the routing path closes -----------------------------------------------------
+
+
+def test_split_parameters_never_hide_a_prefix(parser: Any) -> None:
+    """The router sees the path everyone else sees, ';' parameters included:
+    a middleware that refuses ``/admin/`` and the router agree."""
+
+    async def admin(request: Request) -> Response:
+        return JSONResponse({"route": "admin"})
+
+    async def refuse_admin(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and Request(scope).url.path.startswith("/admin/"):
+            await JSONResponse({"refused": True}, status_code=403)(scope, receive, send)
+            return
+        await inner(scope, receive, send)
+
+    policy = Policy(path_params="split", encoded_slash="keep", double_encoding="allow")
+    inner = Starlette(routes=[Route("/admin/{p}", admin)])
+    app = StrictURLMiddleware(
+        refuse_admin,
+        policy=policy,
+        routes={"/admin/": {"double_encoding": "reject"}},
+        parser=parser,
+    )
+    for get in _client_get(app):
+        assert get("/admin;x=1/secret") == (404, None)
+        assert get("/admin;x/%2541") == (404, None)
+        assert get("/admin/secret")[0] == 403
+
+
+def test_a_nul_the_policy_allows_is_never_a_slash(parser: Any) -> None:
+    policy = Policy(path_params="split", allow_chars="\x00", encoded_slash="keep")
+    app = segment_routes.starlette([("/units/{unit:segment}", "units")], policy=policy)
+    for get in _client_get(app):
+        status, body = get("/units/%00etc%00passwd;x")
+        assert status == 200
+        assert "/" not in body["unit"]
+    plain = segment_routes.starlette([("/f/{name}", "f")], policy=policy)
+    for get in _client_get(plain):
+        assert get("/f;x/a%2Fb") == (404, None)
+        assert get("/f/a%2Fb") == (200, {"route": "f", "name": "a%2Fb"})
+
+
+# --- building URLs ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ROUND_TRIP)
+def test_url_building_round_trips(parser: Any, name: str) -> None:
+    for build in (segment_routes.starlette, segment_routes.fastapi):
+        app = build(parser=parser)
         path = app.url_path_for("units", unit=name)
-        assert "/" not in path.removeprefix("/units/")
-        # What urlguard, keeping %2F, gives back is the name.
-        assert parse_target(path.encode(), LENIENT).segments == ("units", name)
+        for get in _client_get(app):
+            assert get(path) == (200, {"route": "units", "unit": name})
 
 
-# Only to read back what was built: the rules are not what is tested here.
-LENIENT = Policy(
-    encoded_slash="keep", dot_segment="allow", empty_segment="allow", double_encoding="allow"
-)
-
-
-@pytest.mark.parametrize("name", ["", ".", ".."])
-def test_url_building_refuses_what_no_escape_can_carry(name: str) -> None:
+@pytest.mark.parametrize("name", REFUSED)
+def test_url_building_refuses_what_the_guard_refuses(name: str) -> None:
+    with pytest.raises(ValueError, match="segment parameter"):
+        segment_routes.starlette_app.url_path_for("units", unit=name)
     with pytest.raises(ValueError, match="segment parameter"):
         SegmentConvertor().to_string(name)
 
 
-def test_the_view_marks_kept_slashes_only() -> None:
-    assert _segments.view_of(("units", "kg/s")) == "/units/kg\x00s"
-    assert _segments.view_of(("",)) == "/"
-    assert _segments.view_of(("a", "b"), "/mnt") == "/mnt/a/b"
+_APP = segment_routes.starlette()
 
 
-def test_a_decoded_nul_is_itself_where_the_policy_allows_it(parser: Any) -> None:
-    # U+0000 stands for a kept '/' in a view only; this policy admits a real one
-    # (and so cannot route a kept '/': the view could not tell them apart).
-    policy = Policy(allow_chars="\x00")
-    for get in _client_get(segment_routes.starlette(policy=policy, parser=parser)):
-        assert get("/units/a%2Fb") == (400, "encoded-slash")
-        assert get("/units/a%00b") == (200, {"route": "units", "unit": "a\x00b"})
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab/%?#; é\x00\u202e.:\\+"), max_size=12) | st.text())
+def test_any_value_is_built_and_routed_back_or_refused(name: str) -> None:
+    try:
+        path = _APP.url_path_for("units", unit=name)
+    except ValueError:
+        return
+    with TestClient(_APP, follow_redirects=False) as client:
+        response = client.get(path)
+        assert response.status_code == 200, (name, path, response.text)
+        assert response.json() == {"route": "units", "unit": name}
 
 
 # --- behind a real server, with raw sockets ----------------------------------------------------
@@ -219,40 +282,36 @@ def test_segment_routes_behind_uvicorn(
     served: int, target: str, status: int, expected: Any
 ) -> None:
     response = request(served, target.encode(), headers=[(b"Accept", b"application/json")])
-    body = json.loads(response.body)
-    assert (response.status, body if response.status == 200 else body["rule"]) == (
-        status,
-        expected,
-    )
+    assert response.status is not None
+    json_body = b"json" in dict(response.headers).get(b"content-type", b"")
+    body = json.loads(response.body) if json_body else None
+    assert answer_of(response.status, body) == (status, expected)
 
 
-NEVER_ON_VIEWS = """
-import warnings
-warnings.simplefilter("ignore")
-import starlette.routing
-from starlette.testclient import TestClient
-from e2e_apps import segment_routes
-
-original = starlette.routing.get_route_path
-with TestClient(segment_routes.plain_app) as client:
-    assert client.get("/units/kg%2Fs").status_code == 400
-assert starlette.routing.get_route_path is original, "routes on views without segment routes"
-with TestClient(segment_routes.starlette_app) as client:
-    assert client.get("/units/kg%2Fs").json() == {"route": "units", "unit": "kg/s"}
-assert starlette.routing.get_route_path is not original, "segment routes and no views"
-print("ok")
+FIRST_REQUEST = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from rawhttp import free_port, request, running
+port = free_port()
+argv = [sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port),
+        "--log-level", "warning", "--app-dir", sys.argv[1], sys.argv[2]]
+with running(argv, port):
+    print(request(port, b"/units/kg%2Fs").body.decode())
 """
 
 
-def test_an_application_without_segment_routes_never_routes_on_views() -> None:
-    # A fresh interpreter: in this one another test may have made Starlette
-    # route on views already.
+@pytest.mark.servers
+@pytest.mark.parametrize("app", ["starlette_app:app", "fastapi_app:app"])
+def test_the_very_first_request_of_a_fresh_server(app: str) -> None:
+    """The example application as its page shows it: a new process's first
+    request holds a %2F, and gets its segment."""
+    examples = FilePath(__file__).parent.parent / "example_apps"
     done = subprocess.run(
-        [sys.executable, "-c", NEVER_ON_VIEWS],
+        [sys.executable, "-c", FIRST_REQUEST, str(examples), app],
         cwd=FilePath(__file__).parent,
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
-    assert done.stdout.strip() == "ok", done.stderr[-2000:]
+    assert json.loads(done.stdout) == {"unit": "kg/s"}, done.stderr[-2000:]

@@ -26,7 +26,7 @@ from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
 from conftest import Parser
-from urlguard import RULES, InvalidTarget, Target
+from urlguard import RULES, InvalidTarget, Policy, Target
 from urlguard.wsgi import StrictURLMiddleware
 
 P = pytest.param
@@ -407,6 +407,38 @@ def test_server_keys_are_never_rewritten(parser: Parser) -> None:
     seen = inner.environs[0]
     assert {k: v for k, v in seen.items() if k in before} == before
     assert set(seen) - set(before) == {"urlguard.target", "wsgi.input"}
+
+
+ROUTING_PATHS = [
+    # server, SCRIPT_NAME, wire -> the PATH_INFO the application gets (PEP 3333 latin-1 text)
+    P("gunicorn", "", b"/u/kg%2Fs?q=%2F", "/u/kg%2Fs", id="a kept slash"),
+    P("waitress", "", b"/u/caf%C3%A9%2F50%25", "/u/caf\xc3\xa9%2F50%25", id="decoded, % escaped"),
+    P("gunicorn", "/app", b"/app/u/kg%2Fs", "/u/kg%2Fs", id="below SCRIPT_NAME"),
+]
+
+
+@pytest.mark.parametrize(("server", "script", "wire", "path_info"), ROUTING_PATHS)
+def test_a_kept_slash_reaches_the_app_on_the_routing_path(
+    parser: Parser, server: str, script: str, wire: bytes, path_info: str
+) -> None:
+    app, inner = guarded(parser, policy=Policy(encoded_slash="keep"))
+    environ = server_environ(server, wire, script_name=script)
+    before = {k: v for k, v in environ.items() if k != "wsgi.input"}
+    assert call(app, environ).status == 200
+    (seen,) = inner.environs
+    assert seen["PATH_INFO"] == path_info
+    assert seen is not environ
+    assert environ["PATH_INFO"] == before["PATH_INFO"]
+    others = {k: v for k, v in seen.items() if k in before and k != "PATH_INFO"}
+    assert others == {k: v for k, v in before.items() if k != "PATH_INFO"}
+    assert seen["urlguard.target"] is environ["urlguard.target"]
+
+
+def test_without_a_kept_slash_the_environ_is_the_servers(parser: Parser) -> None:
+    app, inner = guarded(parser, policy=Policy(encoded_slash="keep"))
+    environ = server_environ("gunicorn", b"/u/50%25?next=%2Fx")
+    call(app, environ)
+    assert inner.environs[0] is environ
 
 
 SCRIPT_CASES = [

@@ -9,6 +9,9 @@ and asks :meth:`Guard.decide`, which answers one of:
   case), a violation at ``"urlguard.violation"`` (report-only mode), or
   nothing (``OPTIONS *``);
 - an :class:`Answer`: send this status, these headers and this body;
+- a :class:`RoutingPath`: the target keeps a ``/`` inside a segment; call
+  the application with a copy of the carrier whose decoded path is this
+  one (``_segments``), the target stored in both;
 - the application ``on_reject`` returned: run it instead.
 
 The common case is one test for the adapter (``decision is None``), and the
@@ -55,7 +58,7 @@ from ._host import Host
 from ._hosts import AllowedHosts, HostCheck
 from ._policy import DEFAULT_POLICY, Policy
 from ._routes import Route, RouteTable, is_server_wide_options, unmount
-from ._segments import ROUTERS, SLASH, VIEW_KEY, SegmentRouter, view_of
+from ._segments import needs_routing_path, routing_path
 from ._target import Target
 
 __all__ = [
@@ -67,6 +70,7 @@ __all__ = [
     "GuardedMiddleware",
     "MissingRawTarget",
     "Request",
+    "RoutingPath",
     "escape",
     "rebuild_target",
 ]
@@ -89,6 +93,24 @@ LOG_LIMIT: Final = 256
 #: application an adapter guards (and ``on_reject`` returns).
 C = TypeVar("C", bound=MutableMapping[str, Any])
 A = TypeVar("A", bound=Callable[..., Any])
+
+
+class RoutingPath(NamedTuple):
+    """The path the application routes on when a target keeps a ``/`` inside
+    a segment (``_segments.routing_path``): the adapter calls the application
+    with a copy of the carrier holding it as its decoded path."""
+
+    #: Below the mount point when ``below_mount``, else the whole path.
+    path: str
+    #: Whether the mount point was taken off the raw target (ASGI puts it
+    #: back in front: its ``path`` holds ``root_path``; WSGI's ``PATH_INFO``
+    #: is below ``SCRIPT_NAME``).
+    below_mount: bool
+
+
+def _routing(target: Target, below_mount: bool) -> RoutingPath | None:
+    path = routing_path(target.raw_path)
+    return None if path is None else RoutingPath(path, below_mount)
 
 
 class Request(NamedTuple):
@@ -119,16 +141,15 @@ class Guard(Generic[C, A]):
     """
 
     __slots__ = (
-        "_kept",
         "_lock",
         "_parse",
         "_parse_split",
         "_read",
         "_violations",
-        "app",
         "checked",
         "host_header",
         "hosts",
+        "keeps_slash",
         "known_hosts",
         "log_level",
         "missing",
@@ -143,9 +164,7 @@ class Guard(Generic[C, A]):
         "report",
         "routed",
         "routes",
-        "split",
         "table",
-        "view_mounted",
     )
 
     policy: Policy
@@ -209,18 +228,10 @@ class Guard(Generic[C, A]):
         self.table = RouteTable(self.policy, pairs, owner)
         self.routes = self.table.routes
         self.routed = bool(self.routes)  # a bool: the quickest test on every request
-        #: The guarded application, whose router is asked about segment
-        #: routes (``_segments``); set by the middleware.
-        self.app: object = None
-        #: Whether the routing view holds the mount point (ASGI ``path``
-        #: does; WSGI ``PATH_INFO`` is below ``SCRIPT_NAME``).
-        self.view_mounted = protocol == "ASGI"
-        # Under path_params="split", a segment is the text before its ';': a
-        # router that routes on segments must see it so (the routing view).
-        self.split = any(
-            p.path_params == "split" for p in (self.policy, *(r.policy for r in self.routes))
+        # Only a policy that keeps a '/' inside a segment needs a routing path.
+        self.keeps_slash = any(
+            p.encoded_slash == "keep" for p in (self.policy, *(r.policy for r in self.routes))
         )
-        self._kept: dict[int, Policy] = {}  # id(policy) -> it with encoded_slash="keep"
 
         if mode is None:
             mode = default_mode
@@ -257,7 +268,7 @@ class Guard(Generic[C, A]):
         mount: bytes | None,
         carrier: C,
         host: bytes | Host | None = None,
-    ) -> Answer | A | None:
+    ) -> Answer | A | RoutingPath | None:
         """What to do with one request (see the module documentation).
 
         ``raw`` is the raw target as the server gave it, or ``None`` when it
@@ -289,12 +300,11 @@ class Guard(Generic[C, A]):
             return self._without_raw_target(mount, carrier, known)
         if mount is not None and self.routed:
             return self._decide_mounted(raw, query, mount, carrier, known)
+        below_mount = False
         if mount is not None:
             below = unmount(raw, mount)
-            prefix = mount if below is not raw else b""
+            below_mount = below is not raw
             raw = below
-        else:
-            prefix = b""
         policy = self.table.select(raw) if self.routed else self.policy
         try:
             if query is None:
@@ -302,25 +312,20 @@ class Guard(Generic[C, A]):
             else:
                 carrier[TARGET_KEY] = target = self._parse_split(raw, query, policy, known)
         except InvalidTarget as exc:
-            if exc.rule == "encoded-slash" and ROUTERS:
-                broken = self._route_segments(exc, raw, query, (policy,), prefix, carrier, known)
-                if broken is None:
-                    return None
-                exc = broken
             target_bytes = raw if not query else b"?".join((raw, query))
             return self.decide_invalid(exc, target_bytes, carrier, host=host)
-        if self.split and b";" in raw and ROUTERS:
-            self._store_view(target, prefix, carrier)
+        if self.keeps_slash and needs_routing_path(raw):
+            return _routing(target, below_mount)
         return None
 
     def _decide_mounted(
         self, raw: bytes, query: bytes | None, mount: bytes, carrier: C, host: Host | None
-    ) -> Answer | A | None:
+    ) -> Answer | A | RoutingPath | None:
         """``decide`` with per-route policies below a mount point: the target
         must pass the policy of every route the application may route it to
         (:meth:`RouteTable.candidates`), in turn; the first one's target is stored."""
         unmounted, policies = self.table.candidates(raw, mount)
-        prefix = mount if unmounted is not raw else b""
+        below_mount = unmounted is not raw
         raw = unmounted
         try:
             for policy in reversed(policies):  # the first one's target is the one stored
@@ -329,82 +334,11 @@ class Guard(Generic[C, A]):
                 else:
                     carrier[TARGET_KEY] = target = self._parse_split(raw, query, policy, host)
         except InvalidTarget as exc:
-            if exc.rule == "encoded-slash" and ROUTERS:
-                broken = self._route_segments(exc, raw, query, policies, prefix, carrier, host)
-                if broken is None:
-                    return None
-                exc = broken
             target_bytes = raw if not query else b"?".join((raw, query))
             return self.decide_invalid(exc, target_bytes, carrier, host=host)
-        if self.split and b";" in raw and ROUTERS:
-            self._store_view(target, prefix, carrier)
+        if self.keeps_slash and needs_routing_path(raw):
+            return _routing(target, below_mount)
         return None
-
-    def _route_segments(
-        self,
-        exc: InvalidTarget,
-        raw: bytes,
-        query: bytes | None,
-        policies: tuple[Policy, ...],
-        prefix: bytes,
-        carrier: C,
-        host: Host | None,
-    ) -> InvalidTarget | None:
-        """A ``%2F`` (``exc``: ``encoded-slash``) that a ``segment`` route may
-        take: ``None`` when the application's router hands every kept ``/``
-        to a ``segment`` parameter (the target and its routing view stored),
-        else the violation to report. The target must pass every policy with
-        ``encoded_slash="keep"``, so a kept separator that breaks a rule
-        (``..%2Fx``, ``%2Fetc``) is reported by that rule, before any routing,
-        when the router declares ``segment`` parameters at all (asked on
-        every such request, so routes added since are seen)."""
-        found = self._router(carrier)
-        if found is None:
-            return exc
-        kind, router = found
-        if not kind.declares(router):
-            return exc
-        target: Target | None = None
-        try:
-            for policy in reversed(policies):
-                if policy.allows_char(SLASH):
-                    return exc  # the view could not tell a kept '/' from a decoded U+0000
-                kept = self._kept.get(id(policy))
-                if kept is None:
-                    kept = self._kept[id(policy)] = policy.replace(encoded_slash="keep")
-                if query is None:
-                    target = self._parse(raw, kept, host)
-                else:
-                    target = self._parse_split(raw, query, kept, host)
-        except InvalidTarget as broken:
-            return broken
-        assert target is not None  # policies is never empty
-        view = self._view(target, prefix)
-        if not kind.claims(router, carrier, view):
-            return exc
-        carrier[TARGET_KEY] = target
-        carrier[VIEW_KEY] = view
-        return None
-
-    def _view(self, target: Target, prefix: bytes) -> str:
-        mount = prefix.decode("utf-8", "surrogatepass") if prefix and self.view_mounted else ""
-        return view_of(target.segments, mount.rstrip("/"))
-
-    def _router(self, carrier: C) -> tuple[SegmentRouter, object] | None:
-        """The application's router, with what asks it, when an integration knows it."""
-        for kind in ROUTERS:
-            router = kind.find(self.app, carrier)
-            if router is not None:
-                return kind, router
-        return None
-
-    def _store_view(self, target: Target, prefix: bytes, carrier: C) -> None:
-        """Under ``path_params="split"`` a segment is the text before its
-        ``;``: a router with ``segment`` parameters routes on the view, so
-        that a ``segment`` parameter never sees the ``;`` parameters."""
-        found = self._router(carrier)
-        if found is not None and found[0].declares(found[1]):
-            carrier[VIEW_KEY] = self._view(target, prefix)
 
     def decide_invalid(
         self,
@@ -664,7 +598,6 @@ class GuardedMiddleware(Generic[A, C]):
             parser=parser,
             allowed_hosts=allowed_hosts,
         )
-        self._guard.app = app
 
     @property
     def mode(self) -> str:

@@ -1,109 +1,107 @@
-"""Routing on segments: what lets a framework's router see the path as urlguard split it.
+"""The routing path, and the text of a ``segment`` route parameter.
 
 A server decodes ``/units/kg%2Fs`` to ``/units/kg/s``, and every Python
 router matches on that decoded path, so a route ``/units/{unit}`` cannot
 tell one segment ``kg/s`` from two segments ``kg`` and ``s``. urlguard
-split the raw path before decoding, so it can: when a target has a ``/``
-inside a segment, the guard hands the router a *view* of the path, the
-decoded segments joined by ``/`` with each ``/`` inside a segment written
-as :data:`SLASH`, at ``"urlguard.route_path"`` in the scope or environ. The
-server's own keys (``path``, ``raw_path``, ``PATH_INFO``) are left alone.
+split the raw path before decoding, so it can. When a policy keeps an
+encoded slash (``encoded_slash="keep"``) and an accepted target holds one,
+the middleware calls the application with a copy of the scope or environ
+whose ``path`` / ``PATH_INFO`` is the *routing path*: the decoded path with
+each ``/`` inside a segment written ``%2F`` and each ``%`` written ``%25``
+(Apache's ``AllowEncodedSlashes NoDecode``; Go's escaped path). Every
+reader after the guard (router, middleware, handler, redirect) sees that
+one path; ``raw_path``, ``RAW_URI``, ``root_path`` and ``SCRIPT_NAME`` are
+the server's.
 
-:data:`SLASH` is U+0000: a policy that routes on segments forbids it in
-decoded path segments, so in a view it can only stand for a kept ``/``. A
-``segment`` route parameter (each framework's integration registers one)
-matches one segment of the view and turns :data:`SLASH` back into ``/``;
-every other parameter and every literal leaves it as it is. So a router's
-choice is safe exactly when no parameter value it produced still holds
-:data:`SLASH`: each integration :func:`register`-s what asks the
-router (:class:`SegmentRouter`), and the guard refuses the ``%2F``
-(``encoded-slash``) unless the router hands every kept ``/`` to a
-``segment`` parameter. Declaring the
-parameter is the whole configuration, and a route added later or mounted
-below is seen, because the router itself is asked, per request.
+A ``segment`` parameter (each framework's integration registers one with
+the framework's own converter API) matches one segment of the routing path
+and undoes exactly those two escapes (:func:`decode`), so its value is the
+segment urlguard validated. Any other parameter keeps the text ``%2F``: no
+route sees a decoded kept ``/`` it did not ask for.
+
+A target without a kept ``/`` keeps the server's path: :func:`routing_path`
+says ``None``, and :func:`decode` is then the identity, because the
+segments hold neither ``%2F`` nor ``%25`` as text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, MutableMapping
-from typing import Any, Final, Protocol
+from typing import Final
+from urllib.parse import unquote
 
 from ._encode import encode_path_segment
+from ._errors import InvalidTarget
+from ._parser import PARSER
+from ._policy import DEFAULT_POLICY
 
-__all__ = [
-    "ROUTERS",
-    "SLASH",
-    "VIEW_KEY",
-    "SegmentRouter",
-    "claimed",
-    "decode",
-    "register",
-    "view_of",
-]
+__all__ = ["decode", "needs_routing_path", "routing_path", "url_text"]
 
-#: The routing view's key in the ASGI scope / WSGI environ.
-VIEW_KEY: Final = "urlguard.route_path"
-
-#: Stands for a ``/`` inside a segment in the routing view.
-SLASH: Final = "\x00"
+# The text that only a routing path holds: '/' inside a segment, and the two
+# escapes decode() undoes. Bytes of an accepted (so ASCII) raw path: each of
+# them needs a '%2F', '%2f' or '%25' there.
+_ESCAPES: Final = ("%2F", "%25")
 
 
-class SegmentRouter(Protocol):
-    """What the guard asks of a framework's router (one per integration)."""
-
-    def find(self, app: object, carrier: MutableMapping[str, Any]) -> object | None:
-        """The router of the guarded application ``app`` (or of the carrier:
-        a framework in front of the guard may have put its application
-        there), or ``None`` when it is not this framework's."""
-
-    def declares(self, router: Any) -> bool:
-        """Whether any route of ``router``, mounted ones included, declares a
-        ``segment`` parameter; if so, the framework is made to route on the
-        view wherever a carrier holds one (from then on: so an application
-        that declares none routes exactly as it did)."""
-
-    def claims(self, router: Any, carrier: MutableMapping[str, Any], view: str) -> bool:
-        """Whether ``router``, routing ``view`` (stored at :data:`VIEW_KEY`
-        in a copy of ``carrier``), hands every kept ``/`` to a ``segment``
-        parameter: it matches a route, and :func:`claimed` holds for every
-        parameter value it produced."""
+def needs_routing_path(raw: bytes) -> bool:
+    """Whether a raw target may hold a kept ``/`` or the text ``%2F``/``%25``
+    in a segment: a quick test on bytes, so most requests never split."""
+    return b"%2" in raw and (b"%2F" in raw or b"%2f" in raw or b"%25" in raw)
 
 
-#: The frameworks' routers, registered by importing an integration.
-ROUTERS: list[SegmentRouter] = []
+def routing_path(raw_path: bytes) -> str | None:
+    """The routing path of an accepted target's raw path, or ``None`` when the
+    server's decoded path says the same (no segment holds ``/``, ``%2F`` or
+    ``%25`` once decoded).
 
-
-def register(router: SegmentRouter) -> None:
-    """Add a framework's :class:`SegmentRouter` (once)."""
-    if router not in ROUTERS:
-        ROUTERS.append(router)
-
-
-def view_of(segments: Iterable[str], prefix: str = "") -> str:
-    """The routing view of decoded ``segments`` below the mount point ``prefix``.
-
-    >>> view_of(("units", "kg/s"))
-    '/units/kg\\x00s'
+    >>> routing_path(b"/units/kg%2Fs/100%25")
+    '/units/kg%2Fs/100%25'
+    >>> routing_path(b"/units/kg/100%25") is None
+    True
     """
-    return prefix + "/" + "/".join([segment.replace("/", SLASH) for segment in segments])
+    # An accepted raw path is ASCII (RFC 3986 §2: no raw byte >= 0x80) and
+    # each piece strict UTF-8 once decoded, so unquote loses nothing.
+    segments = [unquote(piece) for piece in raw_path.decode("ascii").split("/")]
+    if not any("/" in s or "%2F" in s or "%25" in s for s in segments):
+        return None
+    # '%' first, so that the '%2F' written next is the only other escape.
+    return "/".join(s.replace("%", "%25").replace("/", "%2F") for s in segments)
 
 
-def claimed(values: Iterable[object]) -> bool:
-    """No value a router produced still holds :data:`SLASH`: every kept
-    ``/`` went to a ``segment`` parameter, which turned it back into ``/``."""
-    return not any(isinstance(value, str) and SLASH in value for value in values)
+def decode(value: str) -> str:
+    """A ``segment`` parameter's value from its routing-path text.
+
+    The inverse of the routing path's two escapes: in that text every ``%``
+    starts ``%25`` or ``%2F``, so a ``%2F`` found is always a kept ``/``,
+    and undoing it first leaves only ``%25`` to undo.
+    """
+    if "%2" not in value:
+        return value
+    return value.replace(_ESCAPES[0], "/").replace(_ESCAPES[1], "%")
+
+
+# What a built segment must pass: the default rules, a '/' kept.
+_KEPT: Final = DEFAULT_POLICY.replace(encoded_slash="keep")
 
 
 def url_text(value: object) -> str:
-    """A ``segment`` parameter's value as one segment of a URL being built:
-    percent-encoded, ``/`` as ``%2F`` (``urlguard.encode_path_segment``)."""
+    """A ``segment`` parameter's value as one segment of a URL being built.
+
+    Percent-encoded (``urlguard.encode_path_segment``: ``/`` as ``%2F``), then
+    judged by the default rules with a kept ``/``: a value the guard would
+    refuse raises ``ValueError`` naming the rule (``/etc``: empty-segment;
+    ``a/..``: dot-segment; ``%41``: double-encoding; a control character or
+    U+202E: forbidden-char), so a URL built is one that routes back to it.
+    """
     text = str(value)
     if text in ("", ".", ".."):
         # RFC 3986 §5.2.4: no escape of "." survives dot-segment removal.
         raise ValueError(f"a segment parameter cannot be {text!r}")
-    return encode_path_segment(text)
-
-
-def decode(value: str) -> str:
-    """A ``segment`` parameter's value: its view text with each kept ``/`` back."""
-    return value.replace(SLASH, "/")
+    try:
+        encoded = encode_path_segment(text)
+    except ValueError:  # a lone surrogate: no UTF-8 for it (RFC 3629 §3)
+        raise ValueError("a segment parameter cannot hold a lone surrogate") from None
+    try:
+        PARSER.parse_target(b"/" + encoded.encode("ascii"), _KEPT, None)
+    except InvalidTarget as exc:
+        raise ValueError(f"a segment parameter that urlguard refuses: {exc.rule}") from None
+    return encoded

@@ -6,8 +6,13 @@ decoded ``scope["path"]``, where ``%2F`` has already become ``/`` and invalid
 UTF-8 has become U+FFFD. A target that breaks a rule of the policy gets a
 complete ``400`` naming the rule (and never echoing the input) before the
 application runs; the request body is never read. A target that passes is
-stored, decoded, at ``scope["urlguard.target"]``. The server's own keys are
-never rewritten.
+stored, decoded, at ``scope["urlguard.target"]``. The server's keys are
+passed on as they are, but one: when a policy keeps an encoded slash
+(``encoded_slash="keep"``) and the target holds one, the application gets a
+copy of the scope whose ``path`` is the *routing path*, the decoded path with
+each ``/`` inside a segment written ``%2F`` and each ``%`` written ``%25``, so
+that nothing after the guard takes a kept ``/`` for a separator (see
+``urlguard.integrations`` for ``segment`` route parameters).
 
     >>> from urlguard.asgi import StrictURLMiddleware
     >>> async def app(scope, receive, send):
@@ -57,7 +62,7 @@ from typing import Any, Final
 
 from ._answers import Answer
 from ._errors import InvalidTarget
-from ._guard import GuardedMiddleware, Request
+from ._guard import GuardedMiddleware, Request, RoutingPath
 from ._host import Host
 
 __all__ = ["ASGIApp", "OnReject", "OnViolation", "StrictURLMiddleware"]
@@ -158,7 +163,10 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
                 if isinstance(decision, Answer):
                     await _send(scope, send, decision)
                     return
-                app = decision  # what on_reject returned answers instead
+                if isinstance(decision, RoutingPath):
+                    scope = _routed(scope, decision)
+                else:
+                    app = decision  # what on_reject returned answers instead
         await app(scope, receive, send)
 
     def _decide_other(
@@ -168,7 +176,7 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
         mount: bytes | None,
         scope: Scope,
         host: bytes | Host | None,
-    ) -> Answer | ASGIApp | None:
+    ) -> Answer | ASGIApp | RoutingPath | None:
         """The decision for a raw path that is not bytes starting with ``/``."""
         if not isinstance(raw, bytes | bytearray):
             # raw_path is a byte string (ASGI HTTP spec): anything else comes
@@ -183,6 +191,14 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
             self._guard.checked += 1  # decided here, not by decide(): counted the same
             return self._guard.decide_invalid(exc, target, scope)
         return self._guard.decide(raw, query, mount, scope, host)
+
+
+def _routed(scope: Scope, routing: RoutingPath) -> Scope:
+    """A copy of ``scope`` whose ``path`` is the routing path; ``path`` holds
+    ``root_path`` in front (the ASGI spec, and how Starlette routes)."""
+    root = scope.get("root_path")
+    prefix = root if routing.below_mount and type(root) is str else ""
+    return {**scope, "path": prefix + routing.path}
 
 
 def _host(scope: Scope) -> bytes | None:

@@ -6,8 +6,13 @@ never on ``PATH_INFO``, which every WSGI server has already percent-decoded
 invalid UTF-8 with U+FFFD). A target that breaks a rule of the policy gets a
 complete ``400 Bad Request`` naming the rule (never echoing the input) before
 the application runs; ``wsgi.input`` is never read. A target that passes is
-stored, decoded, at ``environ["urlguard.target"]``. The server's own keys are
-never rewritten.
+stored, decoded, at ``environ["urlguard.target"]``. The server's keys are
+passed on as they are, but one: when a policy keeps an encoded slash
+(``encoded_slash="keep"``) and the target holds one, the application gets a
+copy of the environ whose ``PATH_INFO`` is the *routing path*, the decoded path with
+each ``/`` inside a segment written ``%2F`` and each ``%`` written ``%25``, so
+that nothing after the guard takes a kept ``/`` for a separator (see
+``urlguard.integrations`` for ``segment`` route parameters).
 
     >>> from urlguard.wsgi import StrictURLMiddleware
     >>> def app(environ, start_response):
@@ -52,7 +57,7 @@ from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 from ._answers import Answer
 from ._errors import InvalidTarget
-from ._guard import GuardedMiddleware, Request
+from ._guard import GuardedMiddleware, Request, RoutingPath
 
 __all__ = ["OnReject", "OnViolation", "StrictURLMiddleware"]
 
@@ -121,7 +126,12 @@ class StrictURLMiddleware(GuardedMiddleware[WSGIApplication, WSGIEnvironment]):
             if isinstance(decision, Answer):
                 start_response(decision.status_line, list(decision.headers))
                 return [decision.body]
-            app = decision  # what on_reject returned answers instead
+            if isinstance(decision, RoutingPath):
+                # PEP 3333: PATH_INFO holds the path's bytes, one character each.
+                path_info = decision.path.encode("utf-8").decode("latin-1")
+                environ = {**environ, "PATH_INFO": path_info}
+            else:
+                app = decision  # what on_reject returned answers instead
         return app(environ, start_response)
 
 

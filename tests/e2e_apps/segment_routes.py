@@ -10,11 +10,13 @@ Both have the same routes, each answering JSON ``{"route": name, **path_params}`
     /repos/{owner:segment}/{name:segment}  repo
     /files/{name:segment}/{rest:path}      file     (a segment next to a path)
     /dirs/{name:segment}/                  dir      (a trailing slash)
-    /plain/{x}                             plain    (declares no segment)
+    /plain/{x}                             plain    (a plain parameter)
     /sub/...                               a mounted sub-application: /sub/s/{b:segment}
     /ws/{room:segment}                     a websocket, sending {"room": ...}
 
-and ``plain_app``: the same application without any ``segment`` route.
+guarded by a policy that keeps encoded slashes everywhere (the shared truth
+table's, tests/segment_table.py), and ``default_app``: the same application
+under the default policy, which refuses every ``%2F``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 import urlguard.integrations.fastapi  # noqa: F401  # registers {name:segment}
+from urlguard import Policy
 from urlguard.asgi import StrictURLMiddleware
+
+KEEP = Policy(encoded_slash="keep")
 
 
 def _answer(name: str) -> Any:
@@ -56,25 +61,22 @@ ROUTES = [
 ]
 
 
-def starlette(
-    routes: list[tuple[str, str]] = ROUTES, segment: str = ":segment", **guard: Any
-) -> Starlette:
-    """The application; ``segment=""`` declares no ``segment`` parameter anywhere."""
-    sub = Starlette(routes=[Route(f"/s/{{b{segment}}}", _answer("sub"))])
+def starlette(routes: list[tuple[str, str]] = ROUTES, **guard: Any) -> Starlette:
+    """The application, guarded with ``guard`` (by default: :data:`KEEP`)."""
+    guard.setdefault("policy", KEEP)
+    sub = Starlette(routes=[Route("/s/{b:segment}", _answer("sub"))])
     return Starlette(
         routes=[
-            *(
-                Route(path.replace(":segment", segment), _answer(name), name=name)
-                for path, name in routes
-            ),
+            *(Route(path, _answer(name), name=name) for path, name in routes),
             Mount("/sub", sub),
-            WebSocketRoute(f"/ws/{{room{segment}}}", _room),
+            WebSocketRoute("/ws/{room:segment}", _room),
         ],
         middleware=[Middleware(StrictURLMiddleware, **guard)],
     )
 
 
 def fastapi(routes: list[tuple[str, str]] = ROUTES, **guard: Any) -> FastAPI:
+    guard.setdefault("policy", KEEP)
     app = FastAPI()
     app.add_middleware(StrictURLMiddleware, **guard)
     router = APIRouter()
@@ -91,4 +93,4 @@ def fastapi(routes: list[tuple[str, str]] = ROUTES, **guard: Any) -> FastAPI:
 
 starlette_app = starlette()
 fastapi_app = fastapi()
-plain_app = starlette(segment="")
+default_app = starlette(policy=None)

@@ -18,10 +18,13 @@ the WSGI environ or the ASGI scope, before Django builds its request.
     def echo(request, rest):
         return JsonResponse({"segments": list(get_target(request).segments)})
 
-Importing this module registers the ``segment`` path converter: a
-parameter that is exactly one segment of the guarded target, decoded, with
-a ``%2F`` in it kept as ``/``. The route declares it; nothing else is
-configured (no setting, no Django middleware):
+Importing this module registers the ``segment`` path converter (Django's
+``register_converter``): a parameter that is exactly one segment of the
+guarded target, decoded, with a ``%2F`` in it kept as ``/``. Where the policy
+keeps encoded slashes, the guard hands Django the routing path (``PATH_INFO``
+or the scope's ``path`` with a kept ``/`` written ``%2F``, ``%`` written
+``%25``), so a ``segment`` parameter matches one segment and undoes those two
+escapes, while any other parameter, and ``request.path``, see the text ``%2F``:
 
     # urls.py
     import urlguard.integrations.django  # registers <segment:name>
@@ -30,43 +33,45 @@ configured (no setting, no Django middleware):
         path("units/<segment:unit>", unit, name="unit"),  # /units/kg%2Fs -> "kg/s"
     ]                                                     # /units/kg/s does not match
 
+    # wsgi.py
+    application = StrictURLMiddleware(
+        get_wsgi_application(), routes={"/units/": {"encoded_slash": "keep"}}
+    )
+
 ``urlguard.integrations.django.reverse("unit", kwargs={"unit": "kg/s"})``
 gives ``/units/kg%2Fs``. Django's own ``reverse`` and ``{% url %}`` keep
 ``/`` raw in what they build, so for a ``segment`` value holding ``/`` they
-raise ``NoReverseMatch`` rather than build a URL that routes elsewhere.
+raise ``NoReverseMatch`` rather than build a URL that routes elsewhere; a
+value the guard would refuse (``"/etc"``, ``"a/.."``) is ``ValueError`` from
+urlguard's ``reverse`` and ``NoReverseMatch`` from Django's.
 
-How it works: a target with a ``/`` inside a segment reaches Django with a
-routing view (``urlguard._segments``) beside the server's keys. The guard
-finds Django's handler behind it and makes that handler resolve such a
-request on the view instead of ``request.path_info`` (only the resolving:
-``request.path_info``, ``PATH_INFO`` and the scope's ``path`` keep the
-server's decoded path). The guard lets the ``%2F`` through only when
-resolving the view hands every kept ``/`` to a ``segment`` parameter.
+Django's ``APPEND_SLASH`` redirect escapes the path's ``%`` once more, so
+from a routing path it would send ``/units/x%2Fy`` to ``/units/x%252Fy/``
+(which the guard refuses as double encoding). :class:`CommonMiddleware`, in
+place of Django's in ``MIDDLEWARE``, keeps the ``%2F``: ``/units/x%2Fy/``.
 """
 
 from __future__ import annotations
 
 import secrets
-import threading
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any, Final, NamedTuple
+from typing import Any
 
-from django.core.handlers.asgi import ASGIHandler, ASGIRequest, get_script_prefix
-from django.core.handlers.base import BaseHandler
 from django.http import HttpRequest
-from django.urls import NoReverseMatch, Resolver404, URLResolver, get_resolver
+from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
+from django.urls import NoReverseMatch
 from django.urls import register_converter as _register_converter
 from django.urls import reverse as _django_reverse
-from django.urls.converters import get_converters
 from django.utils.functional import lazy
 
 from .. import _segments
 from .._errors import InvalidTarget
 from .._target import Target
-from . import TargetUnavailable, target_from, violation_from
+from . import TargetUnavailable, optional_target_from, target_from, violation_from
 
 __all__ = [
+    "CommonMiddleware",
     "SegmentConverter",
     "TargetUnavailable",
     "get_target",
@@ -98,23 +103,21 @@ def get_violation(request: HttpRequest) -> InvalidTarget | None:
 
 # -- the segment converter ------------------------------------------------------
 
-#: Set while a routing view is resolved: only a view holds a kept ``/``
-#: (as ``_segments.SLASH``). On the server's path a U+0000 is a U+0000,
-#: which a policy that allows it lets through without a view.
-_ON_VIEW: ContextVar[bool] = ContextVar("urlguard_django_on_view", default=False)
-
 
 class _Building:
     """What :func:`reverse` collects from the converter: each ``segment``
     value, encoded, behind a placeholder that Django's quoting leaves as it
     is (hex digits: unreserved, RFC 3986 §2.3) and that no other text of the
-    URL holds (a fresh 128-bit nonce per call)."""
+    URL holds (a fresh 128-bit nonce per call); and the ``ValueError`` of a
+    value the guard would refuse, which Django's ``reverse`` turns into
+    ``NoReverseMatch``."""
 
-    __slots__ = ("encoded", "nonce")
+    __slots__ = ("encoded", "error", "nonce")
 
     def __init__(self) -> None:
         self.nonce = secrets.token_hex(16)
         self.encoded: dict[str, str] = {}
+        self.error: ValueError | None = None
 
     def hold(self, encoded: str) -> str:
         placeholder = f"{self.nonce}{len(self.encoded):08x}"
@@ -137,20 +140,25 @@ _BUILDING: ContextVar[_Building | None] = ContextVar("urlguard_django_building",
 class SegmentConverter:
     """``<segment:name>``: one segment of the guarded target, decoded.
 
-    Matches one segment of the path Django resolves: for a target with a
-    ``%2F``, the guard's routing view, where a kept ``/`` cannot end the
-    segment; else ``request.path_info``, which is then the guarded target's
-    segments joined by ``/``.
+    Matches one segment of the path Django resolves (the routing path when
+    the target keeps a ``/``, else the server's decoded path) and undoes the
+    routing path's escapes, ``%2F`` and ``%25``: the value is the segment
+    urlguard validated.
     """
 
     regex = "[^/]+"
 
     def to_python(self, value: str) -> str:
-        return _segments.decode(value) if _ON_VIEW.get() else value
+        return _segments.decode(value)
 
     def to_url(self, value: object) -> str:
-        encoded = _segments.url_text(value)  # refuses "", "." and ".."
         building = _BUILDING.get()
+        try:
+            encoded = _segments.url_text(value)
+        except ValueError as exc:
+            if building is not None:
+                building.error = exc
+            raise  # Django's reverse: no match
         if building is not None:
             return building.hold(encoded)
         text = str(value)
@@ -178,8 +186,9 @@ def reverse(
     as one segment: ``/`` as ``%2F``, and ``%``, ``?``, ``#``, space and
     non-ASCII (UTF-8) escaped (``urlguard.encode_path_segment``).
 
-    Everything else is Django's: namespaces, the script prefix, the other
-    converters, ``query`` and ``fragment``; so is ``NoReverseMatch``.
+    A ``segment`` value the guard would refuse raises ``ValueError`` naming
+    the rule. Everything else is Django's: namespaces, the script prefix,
+    the other converters, ``query`` and ``fragment``; so is ``NoReverseMatch``.
     """
     building = _Building()
     token = _BUILDING.set(building)
@@ -187,6 +196,10 @@ def reverse(
         url: str = _django_reverse(
             viewname, urlconf, args, kwargs, current_app, query=query, fragment=fragment
         )
+    except NoReverseMatch:
+        if building.error is not None:
+            raise building.error from None
+        raise
     finally:
         _BUILDING.reset(token)
     return building.fill(url)
@@ -197,157 +210,25 @@ def reverse(
 reverse_lazy: Any = lazy(reverse, str)
 
 
-if not isinstance(get_converters().get("segment"), SegmentConverter):
-    _register_converter(SegmentConverter, "segment")
+_register_converter(SegmentConverter, "segment")
 
 
-# -- routing on the view ------------------------------------------------------------
+class CommonMiddleware(DjangoCommonMiddleware):  # type: ignore[misc]  # Django is untyped
+    """Django's ``CommonMiddleware``, whose ``APPEND_SLASH`` redirect keeps a
+    kept ``%2F``: use it in ``MIDDLEWARE`` in place of
+    ``django.middleware.common.CommonMiddleware``.
 
-
-def _taken(match: Any, kept: int) -> bool:
-    """``match`` (a ``ResolverMatch`` of a routing view holding ``kept`` kept
-    ``/``) hands every kept ``/`` to a ``segment`` parameter.
-
-    No value may still hold ``SLASH``, and the ``segment`` values must hold
-    ``kept`` slashes between them: a pattern that matched the kept ``/``
-    without capturing it (``re_path(r"^files/")``) leaves no value holding
-    it, and its view would read the lossy ``request.path_info``.
-    """
-    values = [*match.args, *match.kwargs.values()]
-    if not _segments.claimed(values):
-        return False
-    # ResolverMatch.tried ends with the patterns that matched, outermost
-    # first (include() resolvers, then the endpoint): their converters.
-    converters: dict[str, object] = {}
-    for pattern in (match.tried or [[]])[-1]:
-        converters.update(getattr(pattern.pattern, "converters", None) or {})
-    taken = sum(
-        value.count("/")
-        for name, value in match.kwargs.items()
-        if isinstance(converters.get(name), SegmentConverter) and isinstance(value, str)
-    )
-    return taken == kept
-
-
-def _resolve(resolver: Any, path: str) -> Any:
-    """``resolver.resolve(path)`` with ``segment`` values decoded from the view."""
-    token = _ON_VIEW.set(True)
-    try:
-        return resolver.resolve(path)
-    finally:
-        _ON_VIEW.reset(token)
-
-
-class _ResolveOnView:
-    """A Django handler's ``resolve_request``, resolving a request that holds
-    a routing view on that view.
-
-    Only the resolving changes: ``request.path_info`` is the view for the
-    one call that resolves (so a ``request.urlconf`` set by a middleware is
-    honoured as Django honours it) and is the server's decoded path again
-    before any view or middleware runs on. A request without a view is
-    resolved exactly as before.
+    Django builds the redirect from ``request.path`` and escapes every ``%``
+    in it (``escape_uri_path``). On a routing path every ``%`` is the start of
+    ``%25`` or ``%2F``, so in the path of that URL each ``%25`` Django wrote
+    for one of them is turned back into ``%``; a request without a routing
+    path is redirected exactly as by Django.
     """
 
-    __slots__ = ("resolve",)
-
-    def __init__(self, resolve: Callable[[HttpRequest], Any]) -> None:
-        self.resolve = resolve
-
-    def __call__(self, request: HttpRequest) -> Any:
-        view = _carrier(request).get(_segments.VIEW_KEY)
-        if view is None:
-            return self.resolve(request)
-        path_info = request.path_info
-        if isinstance(request, ASGIRequest) and request.script_name:
-            # Django's own path_info under ASGI: the path below the script prefix.
-            view = view.removeprefix(request.script_name)
-        request.path_info = view
-        token = _ON_VIEW.set(True)
-        try:
-            match = self.resolve(request)
-        finally:
-            _ON_VIEW.reset(token)
-            request.path_info = path_info
-        # The guard checked ROOT_URLCONF; a middleware may have chosen another
-        # urlconf since. A route that does not take the kept '/' as a segment
-        # finds nothing here, as on the server's path it would find another route.
-        if not _taken(match, view.count(_segments.SLASH)):
-            raise Resolver404({"path": path_info})
-        return match
-
-
-_INSTALL: Final = threading.Lock()
-
-
-def _route_on_views(handler: BaseHandler) -> None:
-    """Make ``handler`` (the one the guard wraps) resolve on routing views.
-
-    Set on the handler instance, once, when the guard first finds segment
-    routes behind it: other handlers in the process (a test client's), an
-    application without segment routes and a process whose guard never
-    meets a ``%2F`` resolve exactly as before.
-    """
-    if isinstance(vars(handler).get("resolve_request"), _ResolveOnView):
-        return
-    with _INSTALL:
-        if not isinstance(vars(handler).get("resolve_request"), _ResolveOnView):
-            setattr(handler, "resolve_request", _ResolveOnView(handler.resolve_request))  # noqa: B010
-
-
-class _Resolving(NamedTuple):
-    resolver: URLResolver
-    #: ASGI: Django resolves below the script prefix (``root_path``).
-    asgi: bool
-    #: The handler the guard wraps: it resolves on views once there are segment routes.
-    handler: BaseHandler
-
-
-class _DjangoRouter:
-    """Django's URL resolver, asked about segment routes by the guard."""
-
-    # The guard wraps Django's handler, directly or through WSGI/ASGI
-    # middleware that keeps what it wraps at .app or .application.
-    _DEPTH = 32
-
-    def find(self, app: object, carrier: MutableMapping[str, Any]) -> object | None:
-        node = app
-        for _ in range(self._DEPTH):
-            if isinstance(node, BaseHandler):
-                return _Resolving(get_resolver(), isinstance(node, ASGIHandler), node)
-            inner = getattr(node, "app", None)
-            node = inner if inner is not None else getattr(node, "application", None)
-            if node is None:
-                break
-        return None
-
-    def declares(self, router: Any) -> bool:
-        if _declares(router.resolver.url_patterns):
-            _route_on_views(router.handler)
-            return True
-        return False
-
-    def claims(self, router: Any, carrier: MutableMapping[str, Any], view: str) -> bool:
-        path = view
-        if router.asgi:
-            script = get_script_prefix(carrier)
-            if script:
-                path = view.removeprefix(script)
-        try:
-            match = _resolve(router.resolver, path)
-        except Resolver404:
-            return False  # no route: the %2F stays an encoded-slash
-        return _taken(match, view.count(_segments.SLASH))
-
-
-def _declares(patterns: Any) -> bool:
-    for entry in patterns:
-        converters = getattr(entry.pattern, "converters", None) or {}
-        if any(isinstance(c, SegmentConverter) for c in converters.values()):
-            return True
-        if isinstance(entry, URLResolver) and _declares(entry.url_patterns):
-            return True
-    return False
-
-
-_segments.register(_DjangoRouter())
+    def get_full_path_with_slash(self, request: HttpRequest) -> str:
+        url: str = super().get_full_path_with_slash(request)
+        target = optional_target_from(_carrier(request))
+        if target is None or _segments.routing_path(target.raw_path) is None:
+            return url
+        path, question, query = url.partition("?")
+        return path.replace("%25", "%") + question + query
