@@ -232,31 +232,36 @@ def _segment(
             texts += (key, value)
         at += len(piece) + 1
 
-    # The parts of the name that a kept separator (%2F, %5C, or a raw '\'
-    # the policy admits) separates: each is a segment to whatever splits the
-    # name again (a file system, a proxy, a servlet container).
-    parts = _split_on_any(name, p._kept_separators)
-    if p.dot_segment == "reject":
-        # "..;x" is ".." to servlet containers, which strip path parameters
-        # before resolving dot segments (Tomcat's "..;/" behind a proxy): of
-        # the whole segment up to its first raw ';', and of each part.
-        dots_before_semicolon = g.SEMICOLON in raw_segment and unquote_to_bytes(
-            raw_segment.partition(b";")[0]
-        ) in (b".", b"..")
-        if (
-            dots_before_semicolon
-            or not _DOTS.isdisjoint(parts)
-            or (len(parts) > 1 and any(part.partition(";")[0] in _DOTS for part in parts))
-        ):
-            raise InvalidTarget("dot-segment", "path", index, offset)
-    # An empty part before the last ("%2Fetc": an absolute path, "%5C%5Chost":
-    # a UNC path), or nothing before the first raw ';' of a segment that is
-    # not the last ("/;/admin" is "//admin" once the parameters are stripped).
-    if p.empty_segment == "reject" and ("" in parts[:-1] or (not last and raw_segment[:1] == b";")):
+    # The real segment, which the dot_segment and empty_segment switches
+    # govern. "..;x" is ".." to servlet containers, which strip path
+    # parameters before resolving dot segments (Tomcat's "..;/" behind a
+    # proxy), and "/;/admin" is "//admin" to them: the whole segment counts,
+    # and so does its part before the first raw ';'.
+    dots = name in _DOTS or (
+        g.SEMICOLON in raw_segment
+        and unquote_to_bytes(raw_segment.partition(b";")[0]) in (b".", b"..")
+    )
+    empty = not last and raw_segment[:1] == b";"
+    # The parts a kept separator (%2F, %5C, or a raw '\' the policy admits)
+    # makes inside the name, and inside each parameter's name and value:
+    # each is a segment to whatever splits the text again (a file system, a
+    # proxy, a servlet container), so whatever the switches, none is '.' or
+    # '..' (nor before a ';'), none is empty but the last ("%2Fetc": an
+    # absolute path, "%5C%5Chost": a UNC path), and the first is no drive
+    # ("c:/windows" is absolute to a Windows path join, whatever its base).
+    kept_dots = kept_empty = drive = False
+    if p._kept_separators:
+        for text in texts:
+            parts = _split_on_any(text, p._kept_separators)
+            if len(parts) > 1:
+                kept_dots = kept_dots or any(part.partition(";")[0] in _DOTS for part in parts)
+                kept_empty = kept_empty or "" in parts[:-1]
+                drive = drive or bool(_DRIVE.fullmatch(parts[0]))
+    if kept_dots or (dots and p.dot_segment == "reject"):
+        raise InvalidTarget("dot-segment", "path", index, offset)
+    if kept_empty or (empty and p.empty_segment == "reject"):
         raise InvalidTarget("empty-segment", "path", index, offset)
-    # A first part "c:" before a kept separator: "c:/windows" is absolute to
-    # a Windows path join, whatever base it is joined to.
-    if len(parts) > 1 and _DRIVE.fullmatch(parts[0]):
+    if drive:
         raise InvalidTarget("drive-letter", "path", index, offset)
     if p.double_encoding == "reject":
         for text in texts:

@@ -44,9 +44,11 @@ class Policy:
       sets them to what browsers send.
     - ``encoded_slash``, ``encoded_backslash``: ``"reject"`` or ``"keep"``
       (``%2F`` stays ``/`` inside the decoded segment; the parts it separates
-      there still obey ``dot_segment`` and ``empty_segment``).
+      there, and in a parameter's name or value under ``"split"``, are never
+      ``.``, ``..``, empty but the last, or a drive first, whatever the
+      other switches).
     - ``dot_segment``, ``empty_segment``, ``double_encoding``: ``"reject"``
-      or ``"allow"``.
+      or ``"allow"`` (the first two for real segments only).
     - ``path_params``: ``"literal"`` (``;`` is data), ``"reject"`` (a raw
       ``;`` in the path is a ``raw-char``), or ``"split"`` (matrix parameters,
       ``/file;p=1`` is segment ``file`` with params ``(("p", "1"),)``).
