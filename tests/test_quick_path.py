@@ -27,7 +27,7 @@ from conftest import implementation_module
 from test_policy_space import Seeded, draw_policy, draw_target, three_agree, tokens_for
 from urlguard import InvalidTarget, Policy
 from urlguard import _parser_py as pure
-from urlguard._policy import _forbidden_pattern, _merge
+from urlguard._policy import _forbidden_pattern, _merge, _quick_target_pattern
 
 P = pytest.param
 
@@ -123,9 +123,11 @@ FAULTS = [
 
 
 def faulty(policy: Policy, fault: Fault) -> Policy:
-    """A copy of ``policy`` (the same switches) whose quick path has ``fault``."""
+    """A copy of ``policy`` (the same switches) whose quick path has ``fault``,
+    its target pattern derived again from its (faulty) byte tables."""
     copy = dataclasses.replace(policy)
     fault(copy)
+    _set(copy, "_quick_target", _quick_target_pattern(copy._path_quick, copy._query_quick))
     return copy
 
 

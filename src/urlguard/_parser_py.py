@@ -108,7 +108,11 @@ def parse_split_target(
     query``, or of ``raw_path`` alone when ``query`` is empty."""
     path = raw_path if type(raw_path) is bytes else _as_bytes(raw_path)
     rest = query if type(query) is bytes else _as_bytes(query)
-    return parse_target(path + b"?" + rest if rest else path, policy, host)
+    data = path + b"?" + rest if rest else path
+    p = policy if type(policy) is Policy else _policy_of(policy)
+    judged = host if host is None or type(host) is Host else _judged(host)
+    target = _accept_quickly(data, p, judged)
+    return target if target is not None else _parse(data, p, judged)
 
 
 def host_header(headers: object, known: dict[bytes, Host]) -> Host | bytes | None:
@@ -154,11 +158,11 @@ def _judged(host: object) -> Host | None:
 # comes from the rules in their order. It is equivalent because it returns a
 # Target only where _parse would return the same one, step by step:
 #
-# 1. Origin-form, at most max_length bytes (too-long, bad-form). No '#', no
-#    byte RFC 3986 does not allow raw, no ';' in the path, no raw separator
-#    the policy keeps: every path byte is in Policy._path_quick, every query
-#    byte in Policy._query_quick (fragment, raw-char; with no ';' there are
-#    no parameters, no "..;x" and no segment that starts with ';').
+# 1. Origin-form, at most max_length bytes (too-long, bad-form), and every
+#    byte in Policy._quick_target: a path of bytes allowed raw but ';' and a
+#    raw separator the policy keeps, then perhaps '?' and a query of bytes
+#    allowed raw (fragment, raw-char; with no ';' there are no parameters,
+#    no "..;x" and no segment that starts with ';'). All of them are ASCII.
 # 2. No malformed escape, and no %2F or %5C in the path (so no
 #    encoded-slash, encoded-backslash, and no kept separator: every '/' of
 #    the decoded path is a raw separator); no %26 or %3D in the query
@@ -172,7 +176,7 @@ def _judged(host: object) -> Host | None:
 #    separators admitted (Policy._path_text_bad, _query_text_bad); where
 #    there was no escape and every byte the quick path takes is an allowed
 #    character already (Policy._path_raw_is_text), no search is needed.
-#    '=' is admitted only if the policy allows it: a second '=' is data.
+#    '=' is admitted only where the policy allows it: a second '=' is data.
 # 5. Split, the counts (too-many), then each segment's rules on the split
 #    text: no '.' or '..' segment, no empty one but the last (a '//'), no
 #    escape left in decoded text (double-encoding) where the policy says so.
@@ -181,68 +185,60 @@ def _judged(host: object) -> Host | None:
 
 # Escapes the quick path leaves to the rules: malformed ones, and those that
 # decode to a separator (RFC 3986 §2.2 reserved characters sent as data).
-_PATH_ESCAPES_TO_READ: Final = re.compile(rb"%(?:2[Ff]|5[Cc]|(?![0-9A-Fa-f]{2}))")
-_QUERY_ESCAPES_TO_READ: Final = re.compile(rb"%(?:26|3[Dd]|(?![0-9A-Fa-f]{2}))")
+_PATH_ESCAPES_TO_READ: Final = re.compile(r"%(?:2[Ff]|5[Cc]|(?![0-9A-Fa-f]{2}))")
+_QUERY_ESCAPES_TO_READ: Final = re.compile(r"%(?:26|3[Dd]|(?![0-9A-Fa-f]{2}))")
+# Each non-empty piece of a query between '&' (an empty one does not start a
+# match), as its name up to its first '=' and its value after it, or "".
+_PAIRS: Final = re.compile(r"(?=[^&])([^&=]*)=?([^&]*)")
 
 
 def _accept_quickly(raw: bytes, p: Policy, host: Host | None) -> Target | None:
     """The target ``_parse`` accepts, made with whole-string work, or None
     when it needs a reading by the rules (see above for why they agree)."""
-    if len(raw) > p.max_length or raw[:1] != b"/":  # 1
+    if len(raw) > p.max_length or p._quick_target.fullmatch(raw) is None:  # 1
         return None
-    path, question, query = raw.partition(b"?")
-    if path.translate(None, p._path_quick) or query.translate(None, p._query_quick):
-        return None
-    if g.PERCENT in path:
+    path, question, query = raw.decode("ascii").partition("?")
+    if "%" in path:
         if _PATH_ESCAPES_TO_READ.search(path):  # 2
             return None
         try:
-            text = unquote_to_bytes(path).decode()  # 3
+            path = unquote_to_bytes(path).decode()  # 3
         except UnicodeDecodeError:
             return None
-        if p._path_text_bad.search(text):  # 4
+        if p._path_text_bad.search(path):  # 4
             return None
-        if p.double_encoding == "reject" and "%" in text and _ESCAPE_IN_TEXT.search(text):
+        if p.double_encoding == "reject" and "%" in path and _ESCAPE_IN_TEXT.search(path):
             return None  # 5
-    else:
-        text = path.decode("ascii")
-        if not p._path_raw_is_text and p._path_text_bad.search(text):  # 4
-            return None
-    segments = text.split("/")  # 5: the first, before the leading '/', is dropped
+    elif not p._path_raw_is_text and p._path_text_bad.search(path):  # 4
+        return None
+    segments = path.split("/")  # 5; the first, before the leading '/', is dropped below
     if len(segments) > p.max_segments + 1:
         return None
-    if p.empty_segment == "reject" and "//" in text:
+    if p.empty_segment == "reject" and "//" in path:
         return None
-    if p.dot_segment == "reject" and "/." in text and ("." in segments or ".." in segments):
+    if p.dot_segment == "reject" and "/." in path and ("." in segments or ".." in segments):
         return None
-    pairs: list[tuple[str, str]] = []
+    pairs: tuple[tuple[str, str], ...] = ()
     if question:
-        escaped = g.PERCENT in query
-        if p.plus_as_space and g.PLUS in query:
-            query = query.replace(b"+", b" ")
+        escaped = "%" in query
+        if p.plus_as_space and "+" in query:
+            query = query.replace("+", " ")
             escaped = True
-        if g.PERCENT in query:
+        if "%" in query:
             if _QUERY_ESCAPES_TO_READ.search(query):  # 2
                 return None
             try:
-                query_text = unquote_to_bytes(query).decode()  # 3
+                query = unquote_to_bytes(query).decode()  # 3
             except UnicodeDecodeError:
                 return None
-        else:
-            query_text = query.decode("ascii")
-        if (escaped or not p._query_raw_is_text) and p._query_text_bad.search(query_text):
+        if (escaped or not p._query_raw_is_text) and p._query_text_bad.search(query):
             return None  # 4
-        pairs = [_name_and_value(piece) for piece in query_text.split("&") if piece]
+        pairs = tuple(_PAIRS.findall(query))  # 5
         if len(pairs) > p.max_params:
             return None
     del segments[0]
     params = ((),) * len(segments) if p.path_params == "split" else None
-    return Target(raw, tuple(segments), tuple(pairs), params=params, host=host)
-
-
-def _name_and_value(piece: str) -> tuple[str, str]:
-    name, _, value = piece.partition("=")
-    return name, value
+    return Target(raw, tuple(segments), pairs, params=params, host=host)
 
 
 def _parse(raw: bytes, p: Policy, host: Host | None) -> Target:

@@ -109,9 +109,10 @@ class Policy:
     #: The pure parser's quick path (``_parser_py._accept_quickly``), from the
     #: same sets: the raw bytes it takes in the path (allowed raw, but not
     #: ';' nor a separator the policy keeps) and in the query (allowed raw),
-    #: as ``bytes.translate`` deletion tables.
+    #: and the pattern of a target made of them: '/', a path, '?' and a query.
     _path_quick: bytes = dataclasses.field(init=False, repr=False, compare=False)
     _query_quick: bytes = dataclasses.field(init=False, repr=False, compare=False)
+    _quick_target: re.Pattern[bytes] = dataclasses.field(init=False, repr=False, compare=False)
     #: Whether each such byte, read as text, is an allowed character (but
     #: '%', the separators '/' and '&', and '+' when it is a space).
     _path_raw_is_text: bool = dataclasses.field(init=False, repr=False, compare=False)
@@ -187,6 +188,7 @@ class Policy:
         query_text = query_raw - {g.PERCENT, g.AMPERSAND, g.PLUS if self.plus_as_space else -1}
         set_(self, "_path_quick", g.to_bytes(path_quick))
         set_(self, "_query_quick", g.to_bytes(query_raw))
+        set_(self, "_quick_target", _quick_target_pattern(self._path_quick, self._query_quick))
         set_(self, "_path_raw_is_text", all(_inside(path_allowed, c) for c in path_text))
         set_(self, "_query_raw_is_text", all(_inside(query_allowed, c) for c in query_text))
         path_separated = _merge([*path_allowed, (g.SLASH, g.SLASH)])
@@ -303,6 +305,11 @@ def _allowed_intervals(
     base = _merge(ranges or [(0, g.MAX_CODE_POINT)])
     allowed = _subtract(base, _merge(g.FORBIDDEN_RANGES))
     return _merge([*allowed, *((ord(c), ord(c)) for c in allow_chars)])
+
+
+def _quick_target_pattern(path: bytes, query: bytes) -> re.Pattern[bytes]:
+    """'/' and a path of ``path``'s bytes, then perhaps '?' and a query of ``query``'s."""
+    return re.compile(b"/[%s]*(?:\\?[%s]*)?" % (re.escape(path), re.escape(query)))
 
 
 def _inside(intervals: list[tuple[int, int]], point: int) -> bool:
