@@ -26,10 +26,12 @@ choices (docs/rules.md and the docstrings of ``urlguard.Policy``):
   empty-segment, drive-letter, double-encoding], then per non-empty query
   pair [name, then value: malformed-escape, invalid-utf8, forbidden-char].
 * Kept separators: under keep, the parts that a kept '/' (or '\\', or a raw
-  '\\' the policy admits) makes inside a segment's decoded text obey
+  '\\' the policy admits) makes inside a segment's decoded text, and under
+  path_params="split" inside each parameter's name and value, obey
   dot-segment (no '.' or '..' part, nor one before a ';': '..;x'),
   empty-segment (no empty part but the last), and drive-letter (no first
-  part of one ASCII letter and ':').
+  part of one ASCII letter and ':'), whatever the dot_segment and
+  empty_segment switches: those govern real segments only.
 * In every path_params mode, a segment that starts with a raw ';' is an
   empty segment unless it is the last (servlets strip ';' parameters).
 * path_params="reject": an escaped ';' (%3B) in the path is forbidden-char.
@@ -307,6 +309,17 @@ def check_piece(
     return text
 
 
+def kept_parts(text: str, policy: RefPolicy) -> list[str]:
+    """``text`` split at every separator the policy keeps: '/' of a kept
+    %2F, '\\' of a kept %5C, and a raw '\\' the policy admits."""
+    parts = [text]
+    if policy.keep_encoded_slash:
+        parts = [piece for part in parts for piece in part.split("/")]
+    if policy.keep_encoded_backslash or "\\" in policy.path_extra:
+        parts = [piece for part in parts for piece in part.split("\\")]
+    return parts
+
+
 def is_dot(raw: bytes) -> bool:
     escapes_ok, _ = escapes(raw)
     return escapes_ok and utf8_decode(percent_decode(raw)) in (".", "..")
@@ -336,25 +349,28 @@ def check_segment(
     else:
         texts = [check_piece(raw, PATH, index, policy, out)]
         name = texts[0] or ""
-    # The parts that kept separators make inside the name's decoded text; a
-    # raw '\\' the policy admits separates too, kept %5C or not.
-    parts = [name] if texts[0] is not None else []
-    if policy.keep_encoded_slash:
-        parts = [piece for part in parts for piece in part.split("/")]
-    if policy.keep_encoded_backslash or "\\" in policy.path_extra:
-        parts = [piece for part in parts for piece in part.split("\\")]
-    separated = len(parts) > 1
-    if not policy.allow_dot_segments:
-        before_semicolon = raw.split(b";")[0]
-        dotted = [p.split(";")[0] if separated else p for p in parts]
-        if is_dot(raw) or is_dot(before_semicolon) or any(p in (".", "..") for p in dotted):
-            out.append(Violation("dot-segment", PATH, index))
-    # Nothing before the first raw ';' ("/;/admin") is empty too, in every mode.
-    empty = (raw.startswith(b";") and not last) or "" in parts[:-1]
-    if empty and not policy.allow_empty_segments:
+    # The real segment, which the dot and empty switches govern; its part
+    # before the first raw ';' counts too, in every mode ("..;x", "/;/admin":
+    # servlet containers strip ';' parameters).
+    real_dot = is_dot(raw) or is_dot(raw.split(b";")[0])
+    real_empty = raw.startswith(b";") and not last
+    # The parts that a kept separator makes inside the name's decoded text,
+    # and, under "split", inside each parameter's name and value. Whatever
+    # the switches: no part is '.' or '..' (nor is its text before a ';'),
+    # none is empty but the last, and the first is no drive ("c:").
+    kept_dot = kept_empty = drive = False
+    for text in texts:
+        parts = [] if text is None else kept_parts(text, policy)
+        if len(parts) > 1:
+            kept_dot = kept_dot or any(part.split(";")[0] in (".", "..") for part in parts)
+            kept_empty = kept_empty or "" in parts[:-1]
+            first = parts[0]
+            drive = drive or (len(first) == 2 and first[0] in ASCII_LETTERS and first[1] == ":")
+    if kept_dot or (real_dot and not policy.allow_dot_segments):
+        out.append(Violation("dot-segment", PATH, index))
+    if kept_empty or (real_empty and not policy.allow_empty_segments):
         out.append(Violation("empty-segment", PATH, index))
-    first = parts[0] if parts else ""
-    if separated and len(first) == 2 and first[0] in ASCII_LETTERS and first[1] == ":":
+    if drive:
         out.append(Violation("drive-letter", PATH, index))
     escaped = any(text is not None and has_escape_text(text) for text in texts)
     if escaped and not policy.allow_double_encoding:

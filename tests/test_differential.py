@@ -17,6 +17,8 @@ Each implementation (the ``parser`` fixture) is held to the reference.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -79,6 +81,38 @@ POLICIES = [
         id="split keep query-allow-chars",
     ),
 ]
+
+
+def reference_policy(policy: Policy) -> ref.RefPolicy:
+    """The reference's spelling of ``policy``: the same switch for each field."""
+    return ref.RefPolicy(
+        max_length=policy.max_length,
+        max_segments=policy.max_segments,
+        max_params=policy.max_params,
+        path_extra=policy.raw_path_extra,
+        query_extra=policy.raw_query_extra,
+        keep_encoded_slash=policy.encoded_slash == "keep",
+        keep_encoded_backslash=policy.encoded_backslash == "keep",
+        allow_dot_segments=policy.dot_segment == "allow",
+        allow_empty_segments=policy.empty_segment == "allow",
+        allow_double_encoding=policy.double_encoding == "allow",
+        path_params=policy.path_params,
+        plus_as_space=policy.plus_as_space,
+        allowed_ranges=None if policy.allowed_ranges is None else tuple(policy.allowed_ranges),
+        allow_chars=policy.allow_chars,
+        query_allow_chars=policy.query_allow_chars,
+    )
+
+
+def test_reference_policy_names_every_switch() -> None:
+    def switches(ref_policy: ref.RefPolicy) -> dict[str, object]:
+        values = dataclasses.asdict(ref_policy)  # characters as sets: their order is no switch
+        return {k: set(v) if isinstance(v, str) else v for k, v in values.items()}
+
+    assert len(Policy.FIELDS) == len(dataclasses.fields(ref.RefPolicy))
+    for param in POLICIES:
+        policy, ref_policy = param.values
+        assert switches(reference_policy(policy)) == switches(ref_policy)  # type: ignore[arg-type]
 
 
 # Rules that apply to the target as a whole, in the documented order; then

@@ -1,15 +1,19 @@
-"""The compiled parser against the reference over the policy space.
+"""The compiled parser, the pure one and the tests' reference over the policy space.
 
-tests/test_parser_c.py compares the two parsers under fifteen fixed policies;
-here every example draws a policy of its own, over every switch (both
+tests/test_parser_c.py compares the two parsers under fifteen fixed policies,
+tests/test_differential.py the pure one with the tests' own reading of the
+rules (tests/reference_parser.py) under eleven; here every example draws a
+policy of its own, over every switch (both
 presets as bases; narrow allowed ranges, ones without ASCII letters, digits
 or the space; allowed characters that matter; any raw extras; small and
 large limits), and then targets made for that policy: its raw extras, its
 kept separators with dots and empty parts around them, ';' in every
 path_params mode, escaped characters at the edges of its allowed ranges,
 '+', escapes cut at the end, absolute-form prefixes. The compiled and the
-reference ``parse_target`` and ``parse_split_target`` must agree on
-everything observable (``verdict`` of test_parser_c). So must two Guards
+pure ``parse_target`` and ``parse_split_target`` must agree on
+everything observable (``verdict`` of test_parser_c), and the pure one with
+the tests' reference (``assert_agree`` of test_differential): so every
+quick path of the pure parser is held to both. So must two Guards
 that differ only in their parser: a drawn base policy, up to three routes
 with drawn overrides, a mount point, and targets with and without the mount
 point in front (its boundary now and then hidden by an escape).
@@ -34,6 +38,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import Parser, implementation_module
+from test_differential import assert_agree, reference_policy
 from test_parser_c import verdict
 from urlguard import RULES, InvalidTarget, Policy, Target
 from urlguard import _grammar as g
@@ -439,28 +444,35 @@ def draw_target(choose: Chooser, tokens: Tokens) -> bytes:
 # --- the parsers' comparison --------------------------------------------------------
 
 
-def parsers_agree(compiled: Parser, reference: Parser, raw: bytes, policy: Policy) -> None:
+def parsers_agree(compiled: Parser, pure: Parser, raw: bytes, policy: Policy) -> None:
     """Raise AssertionError, with the input, the policy and both verdicts,
     unless both parsers see the same in ``raw``: whole, and split at its
     first '?' as an ASGI server hands it over."""
     got = verdict(lambda: compiled.parse_target(raw, policy))
-    expected = verdict(lambda: reference.parse_target(raw, policy))
+    expected = verdict(lambda: pure.parse_target(raw, policy))
     if got != expected:
         raise AssertionError(
-            f"parse_target({raw!r}, {policy!r}):\n  compiled  {got}\n  reference {expected}"
+            f"parse_target({raw!r}, {policy!r}):\n  compiled  {got}\n  pure      {expected}"
         )
     if got[0] == "accepted":  # the two kinds of Target compare equal, both ways
-        made, wanted = compiled.parse_target(raw, policy), reference.parse_target(raw, policy)
+        made, wanted = compiled.parse_target(raw, policy), pure.parse_target(raw, policy)
         if not (made == wanted and wanted == made):
             raise AssertionError(f"parse_target({raw!r}, {policy!r}): targets unequal")
     path, _, query = raw.partition(b"?")
     got = verdict(lambda: compiled.parse_split_target(path, query, policy))
-    expected = verdict(lambda: reference.parse_split_target(path, query, policy))
+    expected = verdict(lambda: pure.parse_split_target(path, query, policy))
     if got != expected:
         raise AssertionError(
             f"parse_split_target({path!r}, {query!r}, {policy!r}):\n"
-            f"  compiled  {got}\n  reference {expected}"
+            f"  compiled  {got}\n  pure      {expected}"
         )
+
+
+def three_agree(compiled: Parser, pure: Parser, raw: bytes, policy: Policy) -> None:
+    """``parsers_agree`` of the compiled and the pure parser, then the pure
+    one against the tests' own reading of the rules (tests/reference_parser.py)."""
+    parsers_agree(compiled, pure, raw, policy)
+    assert_agree(raw, policy, reference_policy(policy), pure)
 
 
 @st.composite
@@ -478,7 +490,7 @@ def compiled() -> Parser:
 
 
 @pytest.fixture(scope="module")
-def reference() -> Parser:
+def pure() -> Parser:
     return implementation_module("python")
 
 
@@ -496,11 +508,11 @@ KEEP_BOTH: Final = Policy(encoded_slash="keep", encoded_backslash="keep")
 @example(case=(Policy(allowed_ranges=[(0x21, 0x7E)]), [b"/?a=b+c", b"/?a=%2B", b"/a+b"]))
 @example(case=(Policy.browser(raw_path_extra="\\"), [b"/a\\..", b"/a\\\\b", b"/c:\\x"]))
 def test_parsers_agree_under_drawn_policies(
-    compiled: Parser, reference: Parser, case: tuple[Policy, list[bytes]]
+    compiled: Parser, pure: Parser, case: tuple[Policy, list[bytes]]
 ) -> None:
     policy, targets = case
     for raw in targets:
-        parsers_agree(compiled, reference, raw, policy)
+        three_agree(compiled, pure, raw, policy)
 
 
 # --- the guard's decision with routes and mount points --------------------------------
@@ -677,10 +689,10 @@ HIDDEN = GuardCase(
 @given(case=guard_case_and_targets())
 @example(case=(HIDDEN, [b"/m%2Fadmin/x", b"/m/admin%2Fx", b"/%6D/admin", b"/m", b"/m?q"]))
 def test_guards_agree_with_routes_and_mounts(
-    compiled: Parser, reference: Parser, case: tuple[GuardCase, list[bytes]]
+    compiled: Parser, pure: Parser, case: tuple[GuardCase, list[bytes]]
 ) -> None:
     config, targets = case
-    with_compiled, with_reference = make_guard(config, compiled), make_guard(config, reference)
+    with_compiled, with_reference = make_guard(config, compiled), make_guard(config, pure)
     for raw in targets:
         guards_agree(with_compiled, with_reference, config, raw)
     assert with_compiled.violations == with_reference.violations

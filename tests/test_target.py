@@ -531,6 +531,10 @@ def test_same_input_same_rule_whichever_policy_object(
 KEEP_SLASH = Policy(encoded_slash="keep")
 KEEP_BOTH = Policy(encoded_slash="keep", encoded_backslash="keep")
 SPLIT = Policy(path_params="split")
+SPLIT_KEEP = SPLIT.replace(encoded_slash="keep")
+# The switches for dots and empty segments govern real segments only.
+KEEP_LENIENT = KEEP_SLASH.replace(dot_segment="allow", empty_segment="allow")
+KEEP_BOTH_LENIENT = KEEP_BOTH.replace(dot_segment="allow", empty_segment="allow")
 # A raw '\' admitted (as browsers' Windows users type it), kept as %5C is.
 RAW_BACKSLASH = Policy.browser(raw_path_extra="[]|\\", encoded_backslash="keep")
 # A raw '\' admitted while %5C is still refused: it separates parts all the same.
@@ -547,11 +551,15 @@ KEPT_ACCEPTED = [
     P(b"/files/a%5c", KEEP_BOTH, ("files", "a\\"), id="trailing %5c"),
     P(b"/files/a%2Fb%5Cc", KEEP_BOTH, ("files", "a/b\\c"), id="both separators"),
     P(b"/a%2Fb%5Cc", KEEP_SLASH.replace(encoded_backslash="keep"), ("a/b\\c",), id="replace"),
-    P(b"/f/..%2Fx", KEEP_SLASH.replace(dot_segment="allow"), ("f", "../x"), id="dots allowed"),
-    P(b"/f/%2Fetc", KEEP_SLASH.replace(empty_segment="allow"), ("f", "/etc"), id="empties allowed"),
+    P(b"/f/..", KEEP_SLASH.replace(dot_segment="allow"), ("f", ".."), id="dots allowed"),
+    P(b"/f//x", KEEP_SLASH.replace(empty_segment="allow"), ("f", "", "x"), id="empties allowed"),
     P(b"/a/;p=1", SPLIT, ("a", ""), id="split: empty name in the last segment"),
     P(b"/;", SPLIT, ("",), id="split: only ';'"),
-    P(b"/f;p=..%2Fx", SPLIT.replace(encoded_slash="keep"), ("f",), id="split: params are data"),
+    P(b"/f;p=a%2Fx", SPLIT_KEEP, ("f",), id="split: a kept %2F in a value"),
+    P(b"/f;p=a%2F", SPLIT_KEEP, ("f",), id="split: a trailing kept %2F in a value"),
+    P(b"/f;p=..", SPLIT_KEEP, ("f",), id="split: a value '..' alone is data"),
+    P(b"/f;p=;..=c:", SPLIT_KEEP, ("f",), id="split: no separator, no parts"),
+    P(b"/f;a%2Fb=c%5Cd", SPLIT_KEEP.replace(encoded_backslash="keep"), ("f",), id="split: keys"),
     P(b"/files/a:b%2Fc", KEEP_SLASH, ("files", "a:b/c"), id="a:b is no drive"),
     P(b"/files/x%2Fc:", KEEP_SLASH, ("files", "x/c:"), id="c: after the first part"),
     P(b"/files/c:", KEEP_SLASH, ("files", "c:"), id="c: alone: no separator"),
@@ -612,6 +620,62 @@ KEPT_REJECTED = [
     P(b"/files/%63%3A%2Fx", KEEP_SLASH, "drive-letter", 1, 7, id="escaped c: too"),
     P(b"/files/c:%2F%2Fx", KEEP_SLASH, "empty-segment", 1, 7, id="empty part before the drive"),
     P(b"/files/c:%2F..", KEEP_SLASH, "dot-segment", 1, 7, id="dots before the drive"),
+    # Whatever the dot_segment and empty_segment switches: they govern real
+    # segments, never the parts beside a kept separator.
+    P(b"/f/..%2Fx", KEEP_LENIENT, "dot-segment", 1, 3, id="lenient: ..%2F"),
+    P(b"/f/a%2F.", KEEP_LENIENT, "dot-segment", 1, 3, id="lenient: %2F."),
+    P(b"/f/a%2F..;x", KEEP_LENIENT, "dot-segment", 1, 3, id="lenient: %2F..;x"),
+    P(b"/static/%2Fetc%2Fpasswd", KEEP_LENIENT, "empty-segment", 1, 8, id="lenient: %2Fetc"),
+    P(b"/f/%2F%2Fhost%2Fshare", KEEP_LENIENT, "empty-segment", 1, 3, id="lenient: %2F%2Fhost"),
+    P(b"/f/a%2F%2Fb", KEEP_LENIENT, "empty-segment", 1, 3, id="lenient: a%2F%2Fb"),
+    P(b"/f/%5C%5Chost", KEEP_BOTH_LENIENT, "empty-segment", 1, 3, id="lenient: UNC %5C%5C"),
+    P(b"/f/..%5Cx", KEEP_BOTH_LENIENT, "dot-segment", 1, 3, id="lenient: ..%5C"),
+    P(
+        b"/f/\\\\host\\share",
+        RAW_BACKSLASH.replace(empty_segment="allow"),
+        "empty-segment",
+        1,
+        3,
+        id="lenient: raw UNC",
+    ),
+    P(b"/f/c:%2Fx", KEEP_LENIENT, "drive-letter", 1, 3, id="lenient: c:%2F"),
+    # ... and in the name and value of each ';' parameter under "split".
+    P(b"/f/x;p=..%2F..%2Fetc", SPLIT_KEEP, "dot-segment", 1, 3, id="split: ..%2F in a value"),
+    P(b"/f;p=..%2Fx", SPLIT_KEEP, "dot-segment", 0, 1, id="split: ..%2F first in a value"),
+    P(b"/f;p=a%2F.", SPLIT_KEEP, "dot-segment", 0, 1, id="split: %2F. in a value"),
+    P(b"/f;p=a%2F..%3Bx", SPLIT_KEEP, "dot-segment", 0, 1, id="split: %2F..%3Bx in a value"),
+    P(b"/f;..%2Fx=1", SPLIT_KEEP, "dot-segment", 0, 1, id="split: ..%2F in a name"),
+    P(b"/f;p=%2Fetc", SPLIT_KEEP, "empty-segment", 0, 1, id="split: %2Fetc in a value"),
+    P(b"/f;%2Fetc", SPLIT_KEEP, "empty-segment", 0, 1, id="split: %2Fetc as a name"),
+    P(b"/f;p=a%2F%2Fb", SPLIT_KEEP, "empty-segment", 0, 1, id="split: a%2F%2Fb in a value"),
+    P(b"/f;p=c:%2Fwin", SPLIT_KEEP, "drive-letter", 0, 1, id="split: c:%2F in a value"),
+    P(b"/f;c:%2Fwin=1", SPLIT_KEEP, "drive-letter", 0, 1, id="split: c:%2F in a name"),
+    P(
+        b"/f;p=..%5Cx",
+        SPLIT.replace(encoded_backslash="keep"),
+        "dot-segment",
+        0,
+        1,
+        id="split: ..%5C in a value",
+    ),
+    P(
+        b"/f/x;p=..%2F..%2Fetc",
+        SPLIT_KEEP.replace(dot_segment="allow", empty_segment="allow"),
+        "dot-segment",
+        1,
+        3,
+        id="split, lenient: ..%2F in a value",
+    ),
+    P(
+        b"/f;p=%2Fetc",
+        SPLIT_KEEP.replace(dot_segment="allow", empty_segment="allow"),
+        "empty-segment",
+        0,
+        1,
+        id="split, lenient: %2Fetc in a value",
+    ),
+    P(b"/f;p=%2F..", SPLIT_KEEP, "dot-segment", 0, 1, id="split: dot before empty"),
+    P(b"/f;p=c:%2F;q=..%2F", SPLIT_KEEP, "dot-segment", 0, 1, id="split: dot before drive"),
     # ';' hides an empty segment in every path_params mode (servlets strip it).
     P(b"/;/admin", STRICT, "empty-segment", 0, 1, id="literal: ;/admin"),
     P(b"/a/;jsessionid=1/b", STRICT, "empty-segment", 1, 3, id="literal: ;jsessionid inside"),

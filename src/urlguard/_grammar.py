@@ -36,6 +36,7 @@ HASH = ord("#")
 SEMICOLON = ord(";")
 BACKSLASH = ord("\\")
 PLUS = ord("+")
+AMPERSAND = ord("&")
 
 # RFC 3986 §3.3
 #   pchar       = unreserved / pct-encoded / sub-delims / ":" / "@"

@@ -553,13 +553,42 @@ cdef bint _raw_dots(const unsigned char* s, Py_ssize_t a, Py_ssize_t e) noexcept
     return dots == 1 or dots == 2
 
 
+cdef enum:  # what _kept_parts finds
+    KEPT_DOT = 1, KEPT_EMPTY = 2, KEPT_DRIVE = 4
+
+
+cdef int _kept_parts(_Rules r, const unsigned char* d, Py_ssize_t m) noexcept:
+    """Of decoded text d[:m], the parts between the separators the policy
+    keeps (a kept %2F's '/', a kept %5C's or an admitted raw '\\'): 0 when
+    there is no separator; else KEPT_DOT when a part, or its text before a
+    ';', is '.' or '..', KEPT_EMPTY when a part but the last is empty, and
+    KEPT_DRIVE when the first is a Windows drive (one ASCII letter, ':')."""
+    cdef Py_ssize_t k, part = 0, first_end = -1
+    cdef int found = 0
+    for k in range(m + 1):
+        if k == m or (d[k] == 0x2F and r.keep_slash) or (d[k] == 0x5C and r.keep_backslash):
+            if first_end < 0:
+                if k == m:
+                    return 0  # one part: the text is no more than itself
+                first_end = k
+            if _is_dots(d + part, _before(d, part, k, 0x3B) - part):
+                found |= KEPT_DOT
+            if k == part and k < m:
+                found |= KEPT_EMPTY
+            part = k + 1
+    if first_end == 2 and 0x61 <= (d[0] | 0x20) <= 0x7A and d[1] == 0x3A:
+        found |= KEPT_DRIVE
+    return found
+
+
 cdef object _segment(Walk* w, _Rules r, Span* span, Py_ssize_t index, bint last, list params):
     """One segment checked: its text when ``w.build`` (its matrix parameters
     appended to ``params`` under "split"), else True; None with the rule in ``w``."""
     cdef const unsigned char* s = w.s
     cdef const unsigned char* d
-    cdef Py_ssize_t a = span.a, b = span.b, name_end, m, k, part = 0, first_end = -1, j, e, eq
-    cdef bint double = False, dot_part = False, dot_param_part = False, empty_part = False
+    cdef Py_ssize_t a = span.a, b = span.b, name_end, m, j, e, eq
+    cdef bint double = False, keeps = r.keep_slash or r.keep_backslash
+    cdef int kept = 0
     if a == b:
         if not last and r.reject_empty:
             _fail(w, EMPTY_SEGMENT, PATH, index, a)
@@ -574,6 +603,8 @@ cdef object _segment(Walk* w, _Rules r, Span* span, Py_ssize_t index, bint last,
     d, m = w.decoded, w.dlen
     if span.first_escape >= 0 and r.reject_double and not w.build:
         double = _has_escape(d, m)
+    if keeps and not w.build:
+        kept = _kept_parts(r, d, m)
     if r.split:
         # RFC 3986 §3.3: the ';' pieces after the name, each key[=value].
         pairs = []
@@ -588,12 +619,16 @@ cdef object _segment(Walk* w, _Rules r, Span* span, Py_ssize_t index, bint last,
                 if key is None:
                     return None
                 double = double or (r.reject_double and _has_escape(w.decoded, w.dlen))
+                if keeps and not w.build:
+                    kept |= _kept_parts(r, w.decoded, w.dlen)
                 value = ""
                 if eq < e:
                     value = _text(w, r, eq + 1, e, PATH, index, _escaped(span, eq + 1, e))
                     if value is None:
                         return None
                     double = double or (r.reject_double and _has_escape(w.decoded, w.dlen))
+                    if keeps and not w.build:
+                        kept |= _kept_parts(r, w.decoded, w.dlen)
                 if params is not None:
                     pairs.append((key, value))
             j = e + 1
@@ -601,39 +636,21 @@ cdef object _segment(Walk* w, _Rules r, Span* span, Py_ssize_t index, bint last,
             params.append(tuple(pairs))
     if w.build:
         return name  # the rules below held when the target was checked
-    # The parts of the name that a kept separator (%2F, %5C, or a raw '\\'
-    # the policy admits) separates: each is a segment to whatever splits the
-    # name again (a file system, a proxy, a servlet container).
-    if r.keep_slash or r.keep_backslash:
-        for k in range(m + 1):
-            if k == m or (d[k] == 0x2F and r.keep_slash) or (d[k] == 0x5C and r.keep_backslash):
-                dot_part = dot_part or _is_dots(d + part, k - part)
-                dot_param_part = dot_param_part or _is_dots(d + part, _before(d, part, k, 0x3B) - part)
-                empty_part = empty_part or (k == part and k < m)
-                if k < m and first_end < 0:
-                    first_end = k
-                part = k + 1
-    else:
-        dot_part = _is_dots(d, m)
-    if r.reject_dots and (
-        dot_part
-        or (first_end >= 0 and dot_param_part)
-        or (span.mark >= 0 and _raw_dots(s, a, span.mark))
+    # The real segment, which the dot_segment and empty_segment switches
+    # govern. "..;x" is ".." to servlet containers, which strip path
+    # parameters before resolving dot segments (Tomcat's "..;/" behind a
+    # proxy), and "/;/admin" is "//admin" to them: the whole segment counts,
+    # and so does its part before the first raw ';'. Then the parts a kept
+    # separator makes (_kept_parts), whatever the switches.
+    if (kept & KEPT_DOT) or (
+        r.reject_dots and (_is_dots(d, m) or (span.mark >= 0 and _raw_dots(s, a, span.mark)))
     ):
-        # "..;x" is ".." to servlet containers, which strip path parameters
-        # before resolving dot segments (Tomcat's "..;/" behind a proxy): of
-        # the whole segment up to its first raw ';', and of each part.
         _fail(w, DOT_SEGMENT, PATH, index, a)
         return None
-    # An empty part before the last ("%2Fetc": an absolute path, "%5C%5Chost":
-    # a UNC path), or nothing before the first raw ';' of a segment that is
-    # not the last ("/;/admin" is "//admin" once the parameters are stripped).
-    if r.reject_empty and (empty_part or (not last and s[a] == 0x3B)):
+    if (kept & KEPT_EMPTY) or (r.reject_empty and not last and s[a] == 0x3B):
         _fail(w, EMPTY_SEGMENT, PATH, index, a)
         return None
-    # A first part "c:" before a kept separator: "c:/windows" is absolute to
-    # a Windows path join, whatever base it is joined to.
-    if first_end == 2 and 0x61 <= (d[0] | 0x20) <= 0x7A and d[1] == 0x3A:
+    if kept & KEPT_DRIVE:
         _fail(w, DRIVE_LETTER, PATH, index, a)
         return None
     if double:

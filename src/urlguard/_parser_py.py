@@ -7,8 +7,15 @@ component parts"), then each piece is decoded as strict UTF-8 (RFC 3629) and
 its characters are checked against the policy. Nothing is normalized: a
 target is accepted as it is, or rejected with the first rule it breaks.
 
-This module states the rules; the compiled module (``_parser_c``) must give
-the same answer on every input, and the tests hold it to that.
+This module states the rules (``_parse`` and the functions below it, in the
+order of docs/rules.md) and serves every install without a compiler. In front
+of the rules sits one quick path (``_accept_quickly``): a target that tables
+derived from the ``Policy`` clear of every rule is accepted with whole-string
+work in the standard library's C code; any other goes to the rules, which
+make every rejection. Why the two agree is written beside the quick path.
+The compiled module (``_parser_c``) must give the same answer on every
+input, and the tests hold all three (compiled, this, and the tests' own
+reading of the rules) to that, over generated policies.
 """
 
 from __future__ import annotations
@@ -82,7 +89,12 @@ def parse_target(
         >>> parse_target(b"/a", host=b"Example.com:8080").host
         'example.com'
     """
-    return _parse(_as_bytes(raw), _policy_of(policy), _judged(host))
+    # Bytes, a Policy and a judged Host (or none) nearly always: no call for them.
+    data = raw if type(raw) is bytes else _as_bytes(raw)
+    p = policy if type(policy) is Policy else _policy_of(policy)
+    judged = host if host is None or type(host) is Host else _judged(host)
+    target = _accept_quickly(data, p, judged)
+    return target if target is not None else _parse(data, p, judged)
 
 
 def parse_split_target(
@@ -94,8 +106,13 @@ def parse_split_target(
     """``parse_target`` of a target that a server hands over in two parts
     (ASGI's ``raw_path`` and ``query_string``): of ``raw_path + b"?" +
     query``, or of ``raw_path`` alone when ``query`` is empty."""
-    raw_path, query = _as_bytes(raw_path), _as_bytes(query)
-    return parse_target(raw_path + b"?" + query if query else raw_path, policy, host)
+    path = raw_path if type(raw_path) is bytes else _as_bytes(raw_path)
+    rest = query if type(query) is bytes else _as_bytes(query)
+    data = path + b"?" + rest if rest else path
+    p = policy if type(policy) is Policy else _policy_of(policy)
+    judged = host if host is None or type(host) is Host else _judged(host)
+    target = _accept_quickly(data, p, judged)
+    return target if target is not None else _parse(data, p, judged)
 
 
 def host_header(headers: object, known: dict[bytes, Host]) -> Host | bytes | None:
@@ -129,6 +146,99 @@ def _judged(host: object) -> Host | None:
         kind = type(host).__name__
         raise TypeError(f"parse_target(): host must be bytes, str or None, not {kind}")
     return parse_host(_as_bytes(host))
+
+
+# --- the quick path ------------------------------------------------------------------
+#
+# Most targets break no rule and hold nothing that needs a rule's full reading:
+# no ';', no kept separator, no '%2F'. _accept_quickly accepts such a target
+# with a few whole-string operations in the standard library's C code, or
+# returns None, and then the rules below (_parse) read the target from its
+# start. It never rejects: every rejection, with its rule, index and offset,
+# comes from the rules in their order. It is equivalent because it returns a
+# Target only where _parse would return the same one, step by step:
+#
+# 1. Origin-form, at most max_length bytes (too-long, bad-form), and every
+#    byte in Policy._quick_target: a path of bytes allowed raw but ';' and a
+#    raw separator the policy keeps, then perhaps '?' and a query of bytes
+#    allowed raw (fragment, raw-char; with no ';' there are no parameters,
+#    no "..;x" and no segment that starts with ';'). All of them are ASCII.
+# 2. No malformed escape, and no %2F or %5C in the path (so no
+#    encoded-slash, encoded-backslash, and no kept separator: every '/' of
+#    the decoded path is a raw separator); no %26 or %3D in the query
+#    (every '&' of the decoded query separates pairs, every '=' of a piece
+#    is raw, so its first one splits the pair as _pair does).
+# 3. The path, and the query ('+' made a space first, as _pair does), decode
+#    as strict UTF-8 whole. '/', '&' and '=' are ASCII, never part of a
+#    multi-byte sequence (RFC 3629 §3), so the whole decodes if and only if
+#    each piece between them does, into those pieces joined by them.
+# 4. No character of the decoded whole is outside the allowed ones, the
+#    separators admitted (Policy._path_text_bad, _query_text_bad); where
+#    there was no escape and every byte the quick path takes is an allowed
+#    character already (Policy._path_raw_is_text), no search is needed.
+#    '=' is admitted only where the policy allows it: a second '=' is data.
+# 5. Split, the counts (too-many), then each segment's rules on the split
+#    text: no '.' or '..' segment, no empty one but the last (a '//'), no
+#    escape left in decoded text (double-encoding) where the policy says so.
+#    With no kept separator a segment has one part, so the rules of kept
+#    separators have nothing to look at; drive-letter needs one.
+
+# Escapes the quick path leaves to the rules: malformed ones, and those that
+# decode to a separator (RFC 3986 §2.2 reserved characters sent as data).
+_PATH_ESCAPES_TO_READ: Final = re.compile(r"%(?:2[Ff]|5[Cc]|(?![0-9A-Fa-f]{2}))")
+_QUERY_ESCAPES_TO_READ: Final = re.compile(r"%(?:26|3[Dd]|(?![0-9A-Fa-f]{2}))")
+# Each non-empty piece of a query between '&' (an empty one does not start a
+# match), as its name up to its first '=' and its value after it, or "".
+_PAIRS: Final = re.compile(r"(?=[^&])([^&=]*)=?([^&]*)")
+
+
+def _accept_quickly(raw: bytes, p: Policy, host: Host | None) -> Target | None:
+    """The target ``_parse`` accepts, made with whole-string work, or None
+    when it needs a reading by the rules (see above for why they agree)."""
+    if len(raw) > p.max_length or p._quick_target.fullmatch(raw) is None:  # 1
+        return None
+    path, question, query = raw.decode("ascii").partition("?")
+    if "%" in path:
+        if _PATH_ESCAPES_TO_READ.search(path):  # 2
+            return None
+        try:
+            path = unquote_to_bytes(path).decode()  # 3
+        except UnicodeDecodeError:
+            return None
+        if p._path_text_bad.search(path):  # 4
+            return None
+        if p.double_encoding == "reject" and "%" in path and _ESCAPE_IN_TEXT.search(path):
+            return None  # 5
+    elif not p._path_raw_is_text and p._path_text_bad.search(path):  # 4
+        return None
+    segments = path.split("/")  # 5; the first, before the leading '/', is dropped below
+    if len(segments) > p.max_segments + 1:
+        return None
+    if p.empty_segment == "reject" and "//" in path:
+        return None
+    if p.dot_segment == "reject" and "/." in path and ("." in segments or ".." in segments):
+        return None
+    pairs: tuple[tuple[str, str], ...] = ()
+    if question:
+        escaped = "%" in query
+        if p.plus_as_space and "+" in query:
+            query = query.replace("+", " ")
+            escaped = True
+        if "%" in query:
+            if _QUERY_ESCAPES_TO_READ.search(query):  # 2
+                return None
+            try:
+                query = unquote_to_bytes(query).decode()  # 3
+            except UnicodeDecodeError:
+                return None
+        if (escaped or not p._query_raw_is_text) and p._query_text_bad.search(query):
+            return None  # 4
+        pairs = tuple(_PAIRS.findall(query))  # 5
+        if len(pairs) > p.max_params:
+            return None
+    del segments[0]
+    params = ((),) * len(segments) if p.path_params == "split" else None
+    return Target(raw, tuple(segments), pairs, params=params, host=host)
 
 
 def _parse(raw: bytes, p: Policy, host: Host | None) -> Target:
@@ -232,31 +342,36 @@ def _segment(
             texts += (key, value)
         at += len(piece) + 1
 
-    # The parts of the name that a kept separator (%2F, %5C, or a raw '\'
-    # the policy admits) separates: each is a segment to whatever splits the
-    # name again (a file system, a proxy, a servlet container).
-    parts = _split_on_any(name, p._kept_separators)
-    if p.dot_segment == "reject":
-        # "..;x" is ".." to servlet containers, which strip path parameters
-        # before resolving dot segments (Tomcat's "..;/" behind a proxy): of
-        # the whole segment up to its first raw ';', and of each part.
-        dots_before_semicolon = g.SEMICOLON in raw_segment and unquote_to_bytes(
-            raw_segment.partition(b";")[0]
-        ) in (b".", b"..")
-        if (
-            dots_before_semicolon
-            or not _DOTS.isdisjoint(parts)
-            or (len(parts) > 1 and any(part.partition(";")[0] in _DOTS for part in parts))
-        ):
-            raise InvalidTarget("dot-segment", "path", index, offset)
-    # An empty part before the last ("%2Fetc": an absolute path, "%5C%5Chost":
-    # a UNC path), or nothing before the first raw ';' of a segment that is
-    # not the last ("/;/admin" is "//admin" once the parameters are stripped).
-    if p.empty_segment == "reject" and ("" in parts[:-1] or (not last and raw_segment[:1] == b";")):
+    # The real segment, which the dot_segment and empty_segment switches
+    # govern. "..;x" is ".." to servlet containers, which strip path
+    # parameters before resolving dot segments (Tomcat's "..;/" behind a
+    # proxy), and "/;/admin" is "//admin" to them: the whole segment counts,
+    # and so does its part before the first raw ';'.
+    dots = name in _DOTS or (
+        g.SEMICOLON in raw_segment
+        and unquote_to_bytes(raw_segment.partition(b";")[0]) in (b".", b"..")
+    )
+    empty = not last and raw_segment[:1] == b";"
+    # The parts a kept separator (%2F, %5C, or a raw '\' the policy admits)
+    # makes inside the name, and inside each parameter's name and value:
+    # each is a segment to whatever splits the text again (a file system, a
+    # proxy, a servlet container), so whatever the switches, none is '.' or
+    # '..' (nor before a ';'), none is empty but the last ("%2Fetc": an
+    # absolute path, "%5C%5Chost": a UNC path), and the first is no drive
+    # ("c:/windows" is absolute to a Windows path join, whatever its base).
+    kept_dots = kept_empty = drive = False
+    if p._kept_separators:
+        for text in texts:
+            parts = _split_on_any(text, p._kept_separators)
+            if len(parts) > 1:
+                kept_dots = kept_dots or any(part.partition(";")[0] in _DOTS for part in parts)
+                kept_empty = kept_empty or "" in parts[:-1]
+                drive = drive or bool(_DRIVE.fullmatch(parts[0]))
+    if kept_dots or (dots and p.dot_segment == "reject"):
+        raise InvalidTarget("dot-segment", "path", index, offset)
+    if kept_empty or (empty and p.empty_segment == "reject"):
         raise InvalidTarget("empty-segment", "path", index, offset)
-    # A first part "c:" before a kept separator: "c:/windows" is absolute to
-    # a Windows path join, whatever base it is joined to.
-    if len(parts) > 1 and _DRIVE.fullmatch(parts[0]):
+    if drive:
         raise InvalidTarget("drive-letter", "path", index, offset)
     if p.double_encoding == "reject":
         for text in texts:

@@ -44,9 +44,11 @@ class Policy:
       sets them to what browsers send.
     - ``encoded_slash``, ``encoded_backslash``: ``"reject"`` or ``"keep"``
       (``%2F`` stays ``/`` inside the decoded segment; the parts it separates
-      there still obey ``dot_segment`` and ``empty_segment``).
+      there, and in a parameter's name or value under ``"split"``, are never
+      ``.``, ``..``, empty but the last, or a drive first, whatever the
+      other switches).
     - ``dot_segment``, ``empty_segment``, ``double_encoding``: ``"reject"``
-      or ``"allow"``.
+      or ``"allow"`` (the first two for real segments only).
     - ``path_params``: ``"literal"`` (``;`` is data), ``"reject"`` (a raw
       ``;`` in the path is a ``raw-char``), or ``"split"`` (matrix parameters,
       ``/file;p=1`` is segment ``file`` with params ``(("p", "1"),)``).
@@ -104,6 +106,21 @@ class Policy:
     #: The characters that separate parts inside a decoded segment: what a
     #: kept %2F / %5C becomes, and a raw '\\' the policy admits.
     _kept_separators: str = dataclasses.field(init=False, repr=False, compare=False)
+    #: The pure parser's quick path (``_parser_py._accept_quickly``), from the
+    #: same sets: the raw bytes it takes in the path (allowed raw, but not
+    #: ';' nor a separator the policy keeps) and in the query (allowed raw),
+    #: and the pattern of a target made of them: '/', a path, '?' and a query.
+    _path_quick: bytes = dataclasses.field(init=False, repr=False, compare=False)
+    _query_quick: bytes = dataclasses.field(init=False, repr=False, compare=False)
+    _quick_target: re.Pattern[bytes] = dataclasses.field(init=False, repr=False, compare=False)
+    #: Whether each such byte, read as text, is an allowed character (but
+    #: '%', the separators '/' and '&', and '+' when it is a space).
+    _path_raw_is_text: bool = dataclasses.field(init=False, repr=False, compare=False)
+    _query_raw_is_text: bool = dataclasses.field(init=False, repr=False, compare=False)
+    #: The first character outside the allowed ones in a whole decoded path
+    #: (query), '/' ('&') admitted: there it is a separator, never data.
+    _path_text_bad: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
+    _query_text_bad: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
     #: What the compiled parser derives from this policy, on first use (its C
     #: tables); never copied or pickled.
     _compiled: object = dataclasses.field(default=None, init=False, repr=False, compare=False)
@@ -164,6 +181,20 @@ class Policy:
         backslash = self.encoded_backslash == "keep" or g.BACKSLASH in path_raw
         kept = ("/" if self.encoded_slash == "keep" else "") + ("\\" if backslash else "")
         set_(self, "_kept_separators", kept)
+
+        # The pure parser's quick path: its raw bytes, its text, its patterns.
+        path_quick = path_raw - {g.SEMICOLON} - frozenset(map(ord, kept))
+        path_text = path_quick - {g.PERCENT, g.SLASH}
+        query_text = query_raw - {g.PERCENT, g.AMPERSAND, g.PLUS if self.plus_as_space else -1}
+        set_(self, "_path_quick", g.to_bytes(path_quick))
+        set_(self, "_query_quick", g.to_bytes(query_raw))
+        set_(self, "_quick_target", _quick_target_pattern(self._path_quick, self._query_quick))
+        set_(self, "_path_raw_is_text", all(_inside(path_allowed, c) for c in path_text))
+        set_(self, "_query_raw_is_text", all(_inside(query_allowed, c) for c in query_text))
+        path_separated = _merge([*path_allowed, (g.SLASH, g.SLASH)])
+        query_separated = _merge([*query_allowed, (g.AMPERSAND, g.AMPERSAND)])
+        set_(self, "_path_text_bad", _forbidden_pattern(path_separated))
+        set_(self, "_query_text_bad", _forbidden_pattern(query_separated))
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -274,6 +305,15 @@ def _allowed_intervals(
     base = _merge(ranges or [(0, g.MAX_CODE_POINT)])
     allowed = _subtract(base, _merge(g.FORBIDDEN_RANGES))
     return _merge([*allowed, *((ord(c), ord(c)) for c in allow_chars)])
+
+
+def _quick_target_pattern(path: bytes, query: bytes) -> re.Pattern[bytes]:
+    """'/' and a path of ``path``'s bytes, then perhaps '?' and a query of ``query``'s."""
+    return re.compile(b"/[%s]*(?:\\?[%s]*)?" % (re.escape(path), re.escape(query)))
+
+
+def _inside(intervals: list[tuple[int, int]], point: int) -> bool:
+    return any(low <= point <= high for low, high in intervals)
 
 
 def _forbidden_pattern(allowed: list[tuple[int, int]]) -> re.Pattern[str]:
