@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif part == "inprocess":
             inprocess.run(args.rounds or (3 if args.quick else 1000), results)
         elif part == "segments":
-            segments.run(args.rounds or (3 if args.quick else 300))
+            segments.run(args.rounds or (3 if args.quick else 300), args.quick)
         elif part == "e2e":
             e2e.run(1 if args.quick else args.e2e_rounds, 1.0 if args.quick else 3.0, results)
         elif part == "audit":

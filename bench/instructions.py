@@ -26,8 +26,12 @@ _TOTALS = re.compile(r"^totals: ([0-9]+)", re.MULTILINE)
 def _worker(mode: str, phases_file: str, requests: int, floor_path: str) -> None:
     """Set up, warm up, write each phase's label and size, then run each after a
     ``time.sleep(0)``, where callgrind dumps. Mode ``full`` counts what the timed
-    parts time; ``revision`` (bench.ab), what every revision answers."""
+    parts time; ``revision`` (bench.ab), what every revision answers;
+    ``segments``, the segments part's cases."""
     gc.disable()
+    if mode == "segments":
+        _run_phases(phases_file, _segments_runs(requests))
+        return
     import urlguard
 
     from .corpus import build
@@ -53,6 +57,24 @@ def _worker(mode: str, phases_file: str, requests: int, floor_path: str) -> None
         for tname, target in TARGETS.items()
         for layer in f.layers
     ]
+    _run_phases(phases_file, runs)
+
+
+def _segments_runs(requests: int) -> list[tuple[str, int, Callable[[], int]]]:
+    """The segments part's cases: every layer of both frameworks on each target."""
+    from .inprocess import InProcess
+    from .segments import LAYERS, cases, check
+
+    bench = InProcess(LAYERS, cases(), check)
+    return [
+        (f"{f.name} {tname} {layer}", requests, functools.partial(f.batch, layer, target, requests))
+        for f in bench.frameworks
+        for tname, case in bench.cases.items()
+        for layer, target in case.items()
+    ]
+
+
+def _run_phases(phases_file: str, runs: list[tuple[str, int, Callable[[], int]]]) -> None:
     for _, _, run in runs:
         run()  # warm-up
     Path(phases_file).write_text(json.dumps([[label, units] for label, units, _ in runs]))

@@ -10,8 +10,12 @@ and answers JSON ``{"route": name, **parameters}``:
     /dirs/{name:segment}/                  dir      (a trailing slash)
     /plain/{x}                             plain    (a plain parameter)
     /sub/s/{b:segment}                     sub      (mounted: Mount, Blueprint, include())
+    /split/{name}                          split    (under path_params="split")
+    /loose/{name:segment}                  loose    (under empty_segment and dot_segment "allow")
+    /nul/{u:segment}                       nul      (under "split", U+0000 allowed)
 
-guarded by :data:`KEEP`, a policy that keeps encoded slashes everywhere, so
+guarded by :data:`KEEP`, a policy that keeps encoded slashes everywhere, and
+the per-route policies :data:`REPRO_ROUTES` for the last three, so
 that the table also shows what a route that did not ask for a kept ``/``
 gets: the text ``%2F`` of the routing path, never a separator. The default
 policy refuses every ``%2F`` (:data:`DEFAULT_TABLE`).
@@ -31,6 +35,14 @@ from urlguard import Policy
 P = pytest.param
 
 KEEP = Policy(encoded_slash="keep")
+
+#: Routes whose policies once let a second, router-only view of the path
+#: disagree with the path every other reader saw.
+REPRO_ROUTES: dict[str, dict[str, Any]] = {
+    "/split/": {"path_params": "split"},
+    "/loose/": {"empty_segment": "allow", "dot_segment": "allow"},
+    "/nul/": {"path_params": "split", "allow_chars": "\x00"},
+}
 
 TABLE: list[Any] = [
     P("/units/kg%2Fs", 200, {"route": "units", "unit": "kg/s"}, id="kept-slash"),
@@ -64,6 +76,16 @@ TABLE: list[Any] = [
     P("/plain/100%25", 200, {"route": "plain", "x": "100%"}, id="no-kept-slash-as-before"),
     P("/plain/a", 200, {"route": "plain", "x": "a"}, id="plain-route"),
     P("/nowhere/a%2Fb", 404, None, id="nowhere"),
+    # A kept '/' in a ';' parameter obeys the path rules; the parameters stay in the path.
+    P("/split/x;p=..%2F..%2Fetc%2Fpasswd", 400, "dot-segment", id="split-dot-parts"),
+    P("/split/x;p=a%2Fb", 200, {"route": "split", "name": "x;p=a%2Fb"}, id="split-plain-param"),
+    # Under empty_segment and dot_segment "allow", a kept '/' still hides no path.
+    P("/loose/%2Fetc%2Fpasswd", 400, "empty-segment", id="loose-absolute"),
+    P("/loose/%2F%2Fhost%2Fshare", 400, "empty-segment", id="loose-unc"),
+    P("/loose/a%2F..", 400, "dot-segment", id="loose-dot-part"),
+    P("/loose/a%2Fb", 200, {"route": "loose", "name": "a/b"}, id="loose-kept"),
+    # U+0000 allowed: it is itself, never a '/'.
+    P("/nul/%00etc%00passwd;x", 200, {"route": "nul", "u": "\x00etc\x00passwd;x"}, id="nul"),
 ]
 
 #: The same application under the default policy: a %2F is refused everywhere.

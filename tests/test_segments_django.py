@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 import rawhttp
 import urlguard.integrations.django as django_segments
 from conftest import Parser
-from segment_table import DEFAULT_TABLE, KEEP, REFUSED, ROUND_TRIP, TABLE, answer_of
+from segment_table import DEFAULT_TABLE, KEEP, REFUSED, REPRO_ROUTES, ROUND_TRIP, TABLE, answer_of
 from urlguard import build_target
 from urlguard.asgi import StrictURLMiddleware as ASGIGuard
 from urlguard.wsgi import StrictURLMiddleware as WSGIGuard
@@ -77,6 +77,9 @@ ROUTES = [
     path("missing/<segment:name>", _missing),
     path("missing/<a>/<b>/", _answer("pair-dir")),
     path("spy/<segment:unit>", _spy),
+    path("split/<name>", _answer("split")),
+    path("loose/<segment:name>", _answer("loose")),
+    path("nul/<segment:u>", _answer("nul")),
 ]
 
 URLS = "urlguard_test_segments_django"  # the pair first: the hard case
@@ -110,7 +113,7 @@ def wsgi_server_app() -> Any:
     from django.core.wsgi import get_wsgi_application
 
     configure()
-    return WSGIGuard(get_wsgi_application(), policy=KEEP)
+    return WSGIGuard(get_wsgi_application(), policy=KEEP, routes=REPRO_ROUTES)
 
 
 def asgi_server_app() -> Any:
@@ -118,7 +121,7 @@ def asgi_server_app() -> Any:
     from django.core.asgi import get_asgi_application
 
     configure()
-    return ASGIGuard(get_asgi_application(), policy=KEEP)
+    return ASGIGuard(get_asgi_application(), policy=KEEP, routes=REPRO_ROUTES)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -230,15 +233,22 @@ def asgi_get(app: Any, target: bytes, root_path: str = "") -> Answer:
 def wsgi_app(parser: Parser, **guard: Any) -> Any:
     from django.core.wsgi import get_wsgi_application
 
-    guard.setdefault("policy", KEEP)
+    _defaults(guard)
     return WSGIGuard(get_wsgi_application(), parser=parser, **guard)
 
 
 def asgi_app(parser: Parser, **guard: Any) -> Any:
     from django.core.asgi import get_asgi_application
 
-    guard.setdefault("policy", KEEP)
+    _defaults(guard)
     return ASGIGuard(get_asgi_application(), parser=parser, **guard)
+
+
+def _defaults(guard: dict[str, Any]) -> None:
+    """``KEEP`` and the shared table's per-route policies, unless given."""
+    guard.setdefault("policy", KEEP)
+    if guard["policy"] is KEEP:
+        guard.setdefault("routes", REPRO_ROUTES)
 
 
 def getter(kind: str, parser: Parser, **guard: Any) -> Any:

@@ -15,6 +15,7 @@ Its routes, each answering JSON ``{"route": name, **view_args}``:
     /dirs/<segment:name>/                    dir      (a trailing slash)
     /plain/<x>                               plain    (a plain parameter)
     /sub/s/<segment:b>                       sub.sub  (a Blueprint, url_prefix="/sub")
+    /split/<name>, /loose/<segment:name>, /nul/<segment:u>   (the table's per-route policies)
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from werkzeug.test import Client
 
 from rawhttp import free_port, running
 from rawhttp import request as raw_request
-from segment_table import DEFAULT_TABLE, KEEP, REFUSED, ROUND_TRIP, TABLE, answer_of
+from segment_table import DEFAULT_TABLE, KEEP, REFUSED, REPRO_ROUTES, ROUND_TRIP, TABLE, answer_of
 from urlguard.integrations.flask import SegmentConverter
 from urlguard.wsgi import StrictURLMiddleware
 
@@ -51,6 +52,9 @@ ROUTES = [
     ("/files/<segment:name>/<path:rest>", "file"),
     ("/dirs/<segment:name>/", "dir"),
     ("/plain/<x>", "plain"),
+    ("/split/<name>", "split"),
+    ("/loose/<segment:name>", "loose"),
+    ("/nul/<segment:u>", "nul"),
 ]
 
 Get = Callable[[str], tuple[int, Any]]
@@ -64,8 +68,11 @@ def _answer(name: str) -> Callable[..., dict[str, Any]]:
 
 
 def build(routes: list[tuple[str, str]] = ROUTES, *, guarded: bool = True, **guard: Any) -> Flask:
-    """The application, guarded with ``guard`` (by default: ``KEEP``)."""
+    """The application, guarded with ``guard`` (by default: ``KEEP`` and the
+    shared table's per-route policies)."""
     guard.setdefault("policy", KEEP)
+    if guard["policy"] is KEEP:
+        guard.setdefault("routes", REPRO_ROUTES)
     app = Flask(__name__)
     app.url_map.converters["segment"] = SegmentConverter
     for path, name in routes:

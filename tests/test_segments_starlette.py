@@ -31,7 +31,7 @@ from starlette.routing import Route
 
 from e2e_apps import segment_routes
 from rawhttp import free_port, request, running
-from segment_table import DEFAULT_TABLE, REFUSED, ROUND_TRIP, TABLE, answer_of
+from segment_table import DEFAULT_TABLE, KEEP, REFUSED, ROUND_TRIP, TABLE, answer_of
 from urlguard import Policy
 from urlguard.asgi import StrictURLMiddleware
 from urlguard.integrations.starlette import SegmentConvertor
@@ -101,7 +101,7 @@ def _spying_app(parser: Any, root_path: str = "") -> tuple[Starlette, dict[str, 
 
     app = Starlette(
         routes=[Route("/units/{unit:segment}", spy)],
-        middleware=[Middleware(StrictURLMiddleware, policy=segment_routes.KEEP, parser=parser)],
+        middleware=[Middleware(StrictURLMiddleware, policy=KEEP, parser=parser)],
     )
     return app, seen
 
@@ -163,7 +163,7 @@ def test_openapi_and_validators_see_a_string_parameter() -> None:
     async def unit(unit: Annotated[str, Path(max_length=4)]) -> dict[str, str]:
         return {"unit": unit}
 
-    app.add_middleware(StrictURLMiddleware, policy=segment_routes.KEEP)
+    app.add_middleware(StrictURLMiddleware, policy=KEEP)
     (parameter,) = app.openapi()["paths"]["/units/{unit}"]["get"]["parameters"]
     assert parameter["in"] == "path"
     assert parameter["schema"]["type"] == "string"

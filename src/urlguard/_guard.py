@@ -58,8 +58,8 @@ from ._host import Host
 from ._hosts import AllowedHosts, HostCheck
 from ._policy import DEFAULT_POLICY, Policy
 from ._routes import Route, RouteTable, is_server_wide_options, unmount
-from ._segments import needs_routing_path, routing_path
-from ._target import Target
+from ._segments import routing_path
+from ._target import Target, raw_path_of
 
 __all__ = [
     "LOGGER",
@@ -108,8 +108,10 @@ class RoutingPath(NamedTuple):
     below_mount: bool
 
 
-def _routing(target: Target, below_mount: bool) -> RoutingPath | None:
-    path = routing_path(target.raw_path)
+def _routing(raw: bytes, below_mount: bool) -> RoutingPath | None:
+    # From the raw path, not Target.segments: a target makes its decoded
+    # pieces only when they are read, and most handlers never read them.
+    path = routing_path(raw.partition(b"?")[0] if raw[:1] == b"/" else raw_path_of(raw))
     return None if path is None else RoutingPath(path, below_mount)
 
 
@@ -308,14 +310,16 @@ class Guard(Generic[C, A]):
         policy = self.table.select(raw) if self.routed else self.policy
         try:
             if query is None:
-                carrier[TARGET_KEY] = target = self._parse(raw, policy, known)
+                carrier[TARGET_KEY] = self._parse(raw, policy, known)
             else:
-                carrier[TARGET_KEY] = target = self._parse_split(raw, query, policy, known)
+                carrier[TARGET_KEY] = self._parse_split(raw, query, policy, known)
         except InvalidTarget as exc:
             target_bytes = raw if not query else b"?".join((raw, query))
             return self.decide_invalid(exc, target_bytes, carrier, host=host)
-        if self.keeps_slash and needs_routing_path(raw):
-            return _routing(target, below_mount)
+        # A '/' kept inside a segment, or the text "%2F" or "%25" there, needs
+        # an escape "%2" in the raw target: most requests stop at this test.
+        if self.keeps_slash and b"%2" in raw:
+            return _routing(raw, below_mount)
         return None
 
     def _decide_mounted(
@@ -330,14 +334,14 @@ class Guard(Generic[C, A]):
         try:
             for policy in reversed(policies):  # the first one's target is the one stored
                 if query is None:
-                    carrier[TARGET_KEY] = target = self._parse(raw, policy, host)
+                    carrier[TARGET_KEY] = self._parse(raw, policy, host)
                 else:
-                    carrier[TARGET_KEY] = target = self._parse_split(raw, query, policy, host)
+                    carrier[TARGET_KEY] = self._parse_split(raw, query, policy, host)
         except InvalidTarget as exc:
             target_bytes = raw if not query else b"?".join((raw, query))
             return self.decide_invalid(exc, target_bytes, carrier, host=host)
-        if self.keeps_slash and needs_routing_path(raw):
-            return _routing(target, below_mount)
+        if self.keeps_slash and b"%2" in raw:
+            return _routing(raw, below_mount)
         return None
 
     def decide_invalid(

@@ -211,13 +211,15 @@ cdef _Rules _derive(object policy):
 
 cdef _Rules _DEFAULT_RULES = _derive(DEFAULT_POLICY)
 cdef object _DEFAULT_POLICY = DEFAULT_POLICY
+cdef object _POLICY = type(DEFAULT_POLICY)
 
 
 cdef _Rules _rules_for(object policy):
     """The policy's rules, derived on first use and kept on the policy itself."""
     if policy is None or policy is _DEFAULT_POLICY:
         return _DEFAULT_RULES
-    policy = _policy_of(policy)  # the reference's TypeError for anything but a Policy
+    if type(policy) is not _POLICY:  # a subclass, or the reference's TypeError
+        policy = _policy_of(policy)
     rules = policy._compiled
     if rules is None:
         rules = _derive(policy)

@@ -26,45 +26,52 @@ segments hold neither ``%2F`` nor ``%25`` as text.
 
 from __future__ import annotations
 
+import re
 from typing import Final
-from urllib.parse import unquote
+from urllib.parse import unquote_to_bytes
 
 from ._encode import encode_path_segment
 from ._errors import InvalidTarget
 from ._parser import PARSER
 from ._policy import DEFAULT_POLICY
 
-__all__ = ["decode", "needs_routing_path", "routing_path", "url_text"]
+__all__ = ["decode", "routing_path", "url_text"]
 
-# The text that only a routing path holds: '/' inside a segment, and the two
-# escapes decode() undoes. Bytes of an accepted (so ASCII) raw path: each of
-# them needs a '%2F', '%2f' or '%25' there.
+# What a routing path escapes in a segment: a '/' kept inside it, and '%'
+# (RFC 3986 §2.1), so that a '%' in the path always starts one of the two.
 _ESCAPES: Final = ("%2F", "%25")
-
-
-def needs_routing_path(raw: bytes) -> bool:
-    """Whether a raw target may hold a kept ``/`` or the text ``%2F``/``%25``
-    in a segment: a quick test on bytes, so most requests never split."""
-    return b"%2" in raw and (b"%2F" in raw or b"%2f" in raw or b"%25" in raw)
+# An escape of anything but those two (RFC 3986 §2.1: '%' and two hex digits).
+_OTHER_ESCAPE: Final = re.compile(rb"%(?!2[Ff5])")
 
 
 def routing_path(raw_path: bytes) -> str | None:
     """The routing path of an accepted target's raw path, or ``None`` when the
-    server's decoded path says the same (no segment holds ``/``, ``%2F`` or
-    ``%25`` once decoded).
+    server's decoded path says the same: no segment holds ``/``, or the text
+    ``%2F`` or ``%25``, once decoded.
 
     >>> routing_path(b"/units/kg%2Fs/100%25")
     '/units/kg%2Fs/100%25'
+    >>> routing_path(b"/units/caf%C3%A9%2Fx")
+    '/units/café%2Fx'
     >>> routing_path(b"/units/kg/100%25") is None
     True
     """
-    # An accepted raw path is ASCII (RFC 3986 §2: no raw byte >= 0x80) and
-    # each piece strict UTF-8 once decoded, so unquote loses nothing.
-    segments = [unquote(piece) for piece in raw_path.decode("ascii").split("/")]
-    if not any("/" in s or "%2F" in s or "%25" in s for s in segments):
-        return None
-    # '%' first, so that the '%2F' written next is the only other escape.
-    return "/".join(s.replace("%", "%25").replace("/", "%2F") for s in segments)
+    if _OTHER_ESCAPE.search(raw_path) is None:
+        # The only escapes are the two a routing path keeps: decoding them
+        # and writing them again gives the raw path back, in upper case.
+        escaped = raw_path.replace(b"%2f", b"%2F").decode("ascii")
+    else:
+        # Decode the whole path once, each %25 and %2F escaped again first:
+        # every other escape becomes its character, those two stay as text.
+        # An accepted raw path is ASCII (RFC 3986 §2) and each piece strict
+        # UTF-8, so nothing is lost.
+        again = raw_path.replace(b"%25", b"%2525").replace(b"%2F", b"%252F")
+        escaped = unquote_to_bytes(again.replace(b"%2f", b"%252F")).decode("utf-8")
+    # There, every '%' starts "%25" or "%2F": a "%2F" is a kept '/', and a
+    # decoded segment holding the text "%2F" or "%25" shows as "%252F", "%2525".
+    if "%2F" in escaped or "%252F" in escaped or "%2525" in escaped:
+        return escaped
+    return None
 
 
 def decode(value: str) -> str:

@@ -164,7 +164,10 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
                     await _send(scope, send, decision)
                     return
                 if isinstance(decision, RoutingPath):
-                    scope = _routed(scope, decision)
+                    # A copy whose path is the routing path; ASGI's path holds
+                    # root_path in front (as Starlette routes).
+                    root = scope.get("root_path") if decision.below_mount else ""
+                    scope = {**scope, "path": (root or "") + decision.path}
                 else:
                     app = decision  # what on_reject returned answers instead
         await app(scope, receive, send)
@@ -191,14 +194,6 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
             self._guard.checked += 1  # decided here, not by decide(): counted the same
             return self._guard.decide_invalid(exc, target, scope)
         return self._guard.decide(raw, query, mount, scope, host)
-
-
-def _routed(scope: Scope, routing: RoutingPath) -> Scope:
-    """A copy of ``scope`` whose ``path`` is the routing path; ``path`` holds
-    ``root_path`` in front (the ASGI spec, and how Starlette routes)."""
-    root = scope.get("root_path")
-    prefix = root if routing.below_mount and type(root) is str else ""
-    return {**scope, "path": prefix + routing.path}
 
 
 def _host(scope: Scope) -> bytes | None:

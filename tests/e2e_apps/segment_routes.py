@@ -32,10 +32,8 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 import urlguard.integrations.fastapi  # noqa: F401  # registers {name:segment}
-from urlguard import Policy
+from segment_table import KEEP, REPRO_ROUTES
 from urlguard.asgi import StrictURLMiddleware
-
-KEEP = Policy(encoded_slash="keep")
 
 
 def _answer(name: str) -> Any:
@@ -58,12 +56,22 @@ ROUTES = [
     ("/files/{name:segment}/{rest:path}", "file"),
     ("/dirs/{name:segment}/", "dir"),
     ("/plain/{x}", "plain"),
+    ("/split/{name}", "split"),
+    ("/loose/{name:segment}", "loose"),
+    ("/nul/{u:segment}", "nul"),
 ]
 
 
-def starlette(routes: list[tuple[str, str]] = ROUTES, **guard: Any) -> Starlette:
-    """The application, guarded with ``guard`` (by default: :data:`KEEP`)."""
+def _defaults(guard: dict[str, Any]) -> None:
     guard.setdefault("policy", KEEP)
+    if guard["policy"] is KEEP:
+        guard.setdefault("routes", REPRO_ROUTES)
+
+
+def starlette(routes: list[tuple[str, str]] = ROUTES, **guard: Any) -> Starlette:
+    """The application, guarded with ``guard`` (by default: :data:`KEEP` and
+    the shared table's per-route policies)."""
+    _defaults(guard)
     sub = Starlette(routes=[Route("/s/{b:segment}", _answer("sub"))])
     return Starlette(
         routes=[
@@ -76,7 +84,7 @@ def starlette(routes: list[tuple[str, str]] = ROUTES, **guard: Any) -> Starlette
 
 
 def fastapi(routes: list[tuple[str, str]] = ROUTES, **guard: Any) -> FastAPI:
-    guard.setdefault("policy", KEEP)
+    _defaults(guard)
     app = FastAPI()
     app.add_middleware(StrictURLMiddleware, **guard)
     router = APIRouter()

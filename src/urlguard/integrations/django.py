@@ -148,8 +148,8 @@ class SegmentConverter:
 
     regex = "[^/]+"
 
-    def to_python(self, value: str) -> str:
-        return _segments.decode(value)
+    # The function itself, not a method calling it: one call less per match.
+    to_python = staticmethod(_segments.decode)
 
     def to_url(self, value: object) -> str:
         building = _BUILDING.get()

@@ -77,8 +77,8 @@ class SegmentConverter(BaseConverter):
     regex = "[^/]+"
     part_isolating = True
 
-    def to_python(self, value: str) -> str:
-        return _segments.decode(value)
+    # The function itself, not a method calling it: one call less per match.
+    to_python = staticmethod(_segments.decode)
 
     def to_url(self, value: Any) -> str:
         return _segments.url_text(value)

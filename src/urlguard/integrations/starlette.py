@@ -71,8 +71,8 @@ class SegmentConvertor(Convertor[str]):
 
     regex = "[^/]+"
 
-    def convert(self, value: str) -> str:
-        return _segments.decode(value)
+    # The function itself, not a method calling it: one call less per match.
+    convert = staticmethod(_segments.decode)
 
     def to_string(self, value: str) -> str:
         return _segments.url_text(value)
