@@ -238,7 +238,7 @@ def _accept_quickly(raw: bytes, p: Policy, host: Host | None) -> Target | None:
             return None
     del segments[0]
     params = ((),) * len(segments) if p.path_params == "split" else None
-    return Target(raw, tuple(segments), pairs, params=params, host=host)
+    return Target(raw, tuple(segments), pairs, params, None, host)  # no authority: origin-form
 
 
 def _parse(raw: bytes, p: Policy, host: Host | None) -> Target:

@@ -38,12 +38,13 @@ class Target(metaclass=ABCMeta):  # noqa: B024
 
     __slots__ = ("_authority", "_host", "_params", "_query", "_raw", "_segments")
 
+    # params, authority and host may come by position too: the pure parser's
+    # quick path builds most targets, and a keyword call costs it a dict.
     def __init__(
         self,
         raw: bytes,
         segments: tuple[str, ...],
         query: Pairs,
-        *,
         params: tuple[Pairs, ...] | None = None,
         authority: str | None = None,
         host: Host | None = None,
