@@ -57,7 +57,7 @@ cdef extern from "Python.h":
 
 from ._errors import InvalidTarget
 from ._host import Host
-from ._hosts import same_authority
+from ._allowed_hosts import same_authority
 from ._parser_py import _absolute_form, _judged, _policy_of
 from ._parser_py import _as_bytes as _reference_as_bytes
 from ._policy import DEFAULT_POLICY

@@ -18,9 +18,9 @@ from typing import Final, overload
 from urllib.parse import unquote_to_bytes
 
 from . import _grammar as g
+from ._allowed_hosts import same_authority
 from ._errors import Component, InvalidTarget
 from ._host import Host, parse_host
-from ._hosts import same_authority
 from ._policy import DEFAULT_POLICY, Policy
 from ._target import Pairs, Target
 
