@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import MutableMapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -555,3 +557,60 @@ def test_a_host_not_allowed_is_logged_as_a_host_rejection(caplog: pytest.LogCapt
         "rejected host: rule=host-not-allowed component=host index=- offset=0 "
     )
     assert record.getMessage().endswith(" host=b.com")
+
+
+# --- the docs say what the product does
+
+ROOT = Path(__file__).resolve().parent.parent
+# A sentence that says the host, or headers with Host among them, go unchecked.
+_HOST_UNCHECKED = re.compile(
+    r"(?:not|only|never)[^.]*\bheaders?\b[^.]*\(`?Host`? included\)"
+    r"|\bHost\b[^.]*\bnot (?:validated|checked)"
+    r"|(?:not|never) (?:validate|check)s?[^.]*\bHost\b",
+    re.IGNORECASE,
+)
+
+
+@pytest.mark.parametrize("page", ["SECURITY.md", "docs/security.md"])
+def test_the_security_pages_describe_the_host_check(page: str) -> None:
+    text = " ".join((ROOT / page).read_text("utf-8").split())
+    assert _HOST_UNCHECKED.search(text) is None, _HOST_UNCHECKED.search(text)
+    for needed in ("bad-host", "host-not-allowed", ":authority", "X-Forwarded-Host"):
+        assert needed in text, needed
+
+
+def test_the_rules_page_shows_a_host_rejection_as_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """docs/rules.md shows the log line of a merged Host: it is the one logged."""
+    shown = re.search(r"^rejected host: .*$", (ROOT / "docs/rules.md").read_text("utf-8"), re.M)
+    assert shown is not None
+    scope_client = ("127.0.0.1", 50000)
+    seen: list[str] = []
+
+    class _Lines(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    handler = _Lines()
+    logging.getLogger("urlguard").addHandler(handler)
+    try:
+        guard = ASGIGuard(_asgi_app)
+        scope = {
+            "type": "http",
+            "http_version": "1.1",
+            "method": "GET",
+            "raw_path": b"/x",
+            "query_string": b"",
+            "headers": [(b"host", b"a, evil")],
+            "client": scope_client,
+        }
+
+        async def send(message: Any) -> None:
+            return None
+
+        async def receive() -> Any:
+            return {}
+
+        asyncio.run(guard(scope, receive, send))
+    finally:
+        logging.getLogger("urlguard").removeHandler(handler)
+    assert seen == [shown[0]]
