@@ -604,6 +604,38 @@ def test_wpt_disagreements_current() -> None:
     assert not set(WPT_DISAGREEMENTS) & refused
 
 
+# --- Apache Tomcat's host parser: the hosts its own tests refuse
+# (org.apache.tomcat.util.http.parser.TestHttpParserHost, Apache License
+# 2.0, the rows that expect IllegalArgumentException). Every one of them is
+# refused here too. (Tomcat accepts some that urlguard refuses: "256.0.0.0",
+# "0.0.0", "123", which a browser reads as IPv4 numbers.)
+
+TOMCAT_REFUSED = [
+    *(".0.0.0", "0..0.0", "0]"),
+    *(".", ".:8080", ".foo.bar", "-foo.bar", "foo.bar-", "foo.bar-:8080", "^foo.bar"),
+    *("foo-.bar", "f*oo.bar", "foo..bar", "foo.-bar", "foo.^bar", "foo.b*ar"),
+    "[1234:5678:90AB:CDEF:1234:127.0.0.1]",
+    "[1234:5678:90AB:CDEF:1234:5678:127.0.0.1",
+    *("[0::0::0]", "[0:0:G:0:0:0:0:0]", "[00000:0:0:0:0:0:0:0]"),
+    "[1234:5678:90AB:CDEF:1234:5678:90AB:]",
+    "[1234:5678:90AB:CDEF:1234:5678:90AB:CDEF",
+    *("[::127.00.0.1]", "[0::0::127.0.0.1]", "[0:0:G:0:0:0:127.0.0.1]"),
+    *("[00000:0:0:0:0:0:127.0.0.1]", "[1::127..0.1]", "[1::127..0.1]:8080"),
+    *("[1::127.a.0.1]", "[1::127.a.0.1]:8080", "[1::127.-.0.1]", "[1::127.-.0.1]:8080"),
+    *("[::1]'", "[:2222:3333:4444:5555:6666:7777:8888]"),
+    *("[1111:::3333:4444:5555:6666:7777:8888]", "::1]"),
+    "[1111:2222:3333:4444:5555:6666:7777:8888:9999]",
+    "[1111:2222:3333:4444:5555:6666:7777:1.2.3.4]",
+    "[1111:2222:3333]",
+    *("localhost:x", "localhost:-1", "127.0.0.1:x", "127.0.0.1:-1", "[::1]:x", "[::1]:-1"),
+]
+
+
+@pytest.mark.parametrize("raw", TOMCAT_REFUSED)
+def test_tomcat_refusals_refused(raw: str) -> None:
+    rejected_at(raw.encode())
+
+
 # --- Properties.
 
 HOSTISH = st.one_of(
