@@ -19,8 +19,7 @@ from typing import Final
 import idna
 
 from ._errors import InvalidTarget
-from ._host import Host, agree, authority_span, is_address, parse_host
-from ._target import Target
+from ._host import Host, authority_span, is_address, parse_host
 
 __all__ = [
     "DISAGREEING",
@@ -30,7 +29,6 @@ __all__ = [
     "HostCheck",
     "HostFault",
     "cause",
-    "same_authority",
 ]
 
 #: At most this many valid hosts are remembered; past it the table starts
@@ -176,14 +174,6 @@ def cause(exc: InvalidTarget, value: object) -> str:
     except InvalidTarget:
         return "malformed"
     return "disagreeing"
-
-
-def same_authority(target: Target, host: Host) -> bool:
-    """An absolute-form ``target`` names the authority ``host`` names
-    (RFC 9112 §3.2.2: a client sends the target's authority as Host)."""
-    scheme = "https" if target.raw[:6].lower() == b"https:" else "http"
-    authority = parse_host((target.authority or "").encode("ascii"), "target")
-    return agree(authority, host, scheme)
 
 
 def _entry(text: str, pattern: str, owner: str) -> Host:

@@ -52,7 +52,7 @@ from ._allowed_hosts import AllowedHosts, HostCheck, HostFault, cause
 from ._answers import Answer, answer, refusal, rejection
 from ._config import MODES, Config, Mode, check_prefix, load_config, route_policy
 from ._errors import InvalidTarget
-from ._host import Host
+from ._host import Host, host_text
 from ._policy import DEFAULT_POLICY, Policy
 from ._routes import Route, RouteTable, is_server_wide_options, unmount
 from ._segments import ROUTERS, SLASH, VIEW_KEY, SegmentRouter, view_of
@@ -677,10 +677,14 @@ class GuardedMiddleware(Generic[A, C]):
             answer on every input; tests and benchmarks pass each in turn.
         :param allowed_hosts: the hosts the application serves: exact names
             (``"example.com"``, ``"example.com:8443"``, ``"[::1]"``) and
-            ``"*.example.com"`` for every name below ``example.com``; any
-            other valid host is ``host-not-allowed``. Default: the config's,
-            else any host the grammar accepts (every request's host is
-            checked either way: ``bad-host``).
+            ``"*.example.com"`` for every name below ``example.com``, each
+            read in the spelling ``Target.host`` uses; any other valid host
+            is ``host-not-allowed``, from whichever source names it (Host,
+            ``:authority``, or the absolute-form authority of an HTTP/1.0
+            request without Host; one naming no host at all is refused too).
+            An empty list is a ``ValueError``. Default: the config's, else
+            any host the grammar accepts (every request's host is checked
+            either way: ``bad-host``).
         """
         owner = f"{type(self).__module__}.{type(self).__qualname__}"
         if not callable(app):
@@ -819,7 +823,7 @@ def _host_text(host: bytes | Host | HostFault | None) -> str:
     """A host for the log line: the value as received (escaped), a judged
     one, or ``-`` for none (missing, several, HTTP/1.0 without Host)."""
     if isinstance(host, Host):
-        return escape(host.name if host.port is None else f"{host.name}:{host.port}")
+        return escape(host_text(host))
     if host is None or isinstance(host, HostFault) or not host:
         return "-"
     return escape(host)

@@ -56,7 +56,17 @@ import idna
 
 from ._errors import Component, InvalidTarget
 
-__all__ = ["MAX_NAME", "PORTS", "Host", "agree", "authority_span", "is_address", "parse_host"]
+__all__ = [
+    "MAX_NAME",
+    "PORTS",
+    "Host",
+    "agree",
+    "authority_span",
+    "host_text",
+    "is_address",
+    "parse_host",
+    "same_authority",
+]
 
 #: RFC 1123 §2.1 (as RFC 1035 §2.3.4 counts it, without the trailing dot).
 MAX_NAME: Final = 253
@@ -117,6 +127,18 @@ def agree(host: Host, other: Host, scheme: str) -> bool:
         (default if host.port is None else host.port)
         == (default if other.port is None else other.port)
     )
+
+
+def same_authority(raw: bytes, authority: Host, host: Host) -> bool:
+    """The absolute-form target ``raw``, whose authority is ``authority``,
+    names the host ``host`` names (RFC 9112 §3.2.2: a client sends the
+    target's authority as Host); a missing port is the scheme's default."""
+    return agree(authority, host, "https" if raw[4:5] in (b"s", b"S") else "http")
+
+
+def host_text(host: Host) -> str:
+    """``host`` as ``uri-host [":" port]``, which :func:`parse_host` reads back as ``host``."""
+    return host.name if host.port is None else f"{host.name}:{host.port}"
 
 
 def authority_span(raw: bytes) -> tuple[int, int] | None:

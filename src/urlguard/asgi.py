@@ -45,6 +45,10 @@ What the ASGI servers put in the scope (measured; see docs/servers.md):
   path and drop a ``#fragment``; h11, hypercorn and daphne pass both on, and
   then the absolute-form target (HTTP/1.x) is validated on its path and
   query and a fragment is a ``fragment`` violation.
+- A scope that breaks the ASGI spec (no ``type``; ``headers`` that are not
+  pairs of byte strings; a ``query_string`` that is not a byte string) is
+  answered ``500``, with one error log line naming the key: nothing certain
+  of what the client sent can be read from it.
 - One blind spot: uvicorn with ``root_path="/mnt"`` turns a target without
   a leading slash (``x``) into ``/mntx``, the bytes other servers give for a
   request for ``/mntx``; it is validated as that path.
@@ -132,7 +136,10 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         app = self.app  # or what on_reject returns, below
-        kind = scope.get("type")
+        try:
+            kind = scope["type"]
+        except KeyError:  # every ASGI scope has a type: this one breaks the spec
+            kind = None
         if kind == "http" or kind == "websocket":
             guard = self._guard
             try:
