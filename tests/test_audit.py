@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 import urlguard._audit
 from urlguard import InvalidTarget, Policy, parse_target
 from urlguard import _grammar as g
+from urlguard._allowed_hosts import AllowedHosts
 from urlguard._audit import MAX_LINE, Auditor, Format, client_of, folds, log_time, shape_of
 from urlguard._host import parse_host
-from urlguard._hosts import AllowedHosts
 
 P = pytest.param
 

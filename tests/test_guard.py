@@ -911,6 +911,7 @@ def test_log_line_under_the_default_format(
         "urlguard_index": 0,
         "urlguard_offset": 2,
         "urlguard_mode": "enforce",
+        "urlguard_cause": None,
     }
 
 

@@ -18,8 +18,10 @@ compiled parser logs one warning (logger ``urlguard``); the second does not,
 and neither does a process that chose the pure parser
 (``URLGUARD_NO_EXTENSIONS=1``).
 
-The builds fetch only their build requirements (setuptools, Cython), from
-the package index or pip's cache. Slow (a minute or two), so marked
+The builds fetch only their build requirements (setuptools, Cython), and
+each fresh virtualenv urlguard's one runtime dependency (idna, as
+pyproject.toml names it), from the package index or pip's cache; urlguard
+itself is installed with ``--no-deps`` from what was built. Slow (a minute or two), so marked
 ``install``: ``tox -e install`` runs them.
 """
 
@@ -30,6 +32,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import venv
 import zipfile
 from pathlib import Path
@@ -39,6 +42,9 @@ import pytest
 pytestmark = pytest.mark.install
 
 ROOT = Path(__file__).resolve().parent.parent
+RUNTIME_DEPENDENCIES: list[str] = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))[
+    "project"
+]["dependencies"]
 FALLBACK = "urlguard: the compiled parser could not be built"
 WARNING = "WARNING urlguard: the compiled parser is not installed"
 # What a source tree holds that a user's checkout would not.
@@ -114,8 +120,11 @@ def _compiled_modules(wheel: Path) -> list[str]:
 
 
 def _fresh_venv(path: Path) -> Path:
+    """A virtualenv with urlguard's runtime dependencies, and not urlguard."""
     venv.create(path, with_pip=True)
-    return path / "bin" / "python"
+    python = path / "bin" / "python"
+    _run([python, "-m", "pip", "install", *RUNTIME_DEPENDENCIES], _env(), path)
+    return python
 
 
 def _installed(wheel: Path, at: Path) -> Path:

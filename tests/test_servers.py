@@ -32,6 +32,7 @@ import concurrent.futures
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -1102,7 +1103,9 @@ def _one(host: bytes) -> HostRequest:
 
 
 BAD_HOST = Rejected("bad-host")
+NOT_ALLOWED = Rejected("host-not-allowed")
 ABSOLUTE = b"http://good.example.com/x"
+LISTED_ABSOLUTE = b"http://app.example.com/x"  # a name e2e_apps/allowed_hosts.py allows
 
 HOST_REQUESTS: dict[str, HostRequest] = {
     "no Host": HostRequest(()),
@@ -1120,11 +1123,22 @@ HOST_REQUESTS: dict[str, HostRequest] = {
     "invalid Host, HTTP/1.0": HostRequest((b"a b",), http10=True),
     "valid Host": _one(b"App.Example.COM:8080"),
     "valid IPv6 Host": _one(b"[::1]:8000"),
+    "IPv6 Host, another spelling": _one(b"[0:0::01]:8000"),
+    "Host with port 0": _one(b"a.example.com:0"),
+    "empty Host, HTTP/1.0": HostRequest((b"",), http10=True),
     "absolute-form, the same Host": HostRequest(None, ABSOLUTE),
     "absolute-form, Host with the default port": HostRequest((b"good.example.com:80",), ABSOLUTE),
     "absolute-form, another Host": HostRequest((b"good.example.com",), b"http://evil.example/x"),
     "absolute-form, no Host": HostRequest((), ABSOLUTE),
+    "absolute-form, no Host, HTTP/1.0": HostRequest((), ABSOLUTE, http10=True),
     "allowed_hosts: a miss": HostRequest((b"evil.example",), listed=True),
+    "allowed_hosts: no Host, HTTP/1.0": HostRequest((), http10=True, listed=True),
+    "allowed_hosts: absolute-form miss, no Host, HTTP/1.0": HostRequest(
+        (), b"http://evil.example/x", http10=True, listed=True
+    ),
+    "allowed_hosts: absolute-form listed, no Host, HTTP/1.0": HostRequest(
+        (), LISTED_ABSOLUTE, http10=True, listed=True
+    ),
     "allowed_hosts: a name below example.com": HostRequest((b"app.example.com",), listed=True),
 }
 
@@ -1145,15 +1159,26 @@ _HOST_COMMON: dict[str, Outcome] = {
     "invalid Host, HTTP/1.0": BAD_HOST,
     "valid Host": Accepted(b"/x", ("x",), host=("app.example.com", 8080)),
     "valid IPv6 Host": Accepted(b"/x", ("x",), host=("[::1]", 8000)),
+    "IPv6 Host, another spelling": Accepted(b"/x", ("x",), host=("[::1]", 8000)),
+    "Host with port 0": BAD_HOST,
+    "empty Host, HTTP/1.0": BAD_HOST,
     "absolute-form, the same Host": Accepted(ABSOLUTE, ("x",), host=("good.example.com", None)),
     "absolute-form, Host with the default port": Accepted(
         ABSOLUTE, ("x",), host=("good.example.com", 80)
     ),
     "absolute-form, another Host": BAD_HOST,
     "absolute-form, no Host": BAD_HOST,
-    "allowed_hosts: a miss": Rejected("host-not-allowed"),
+    # HTTP/1.0 without Host: the host is the target's authority (RFC 9112 §3.2.2).
+    "absolute-form, no Host, HTTP/1.0": Accepted(ABSOLUTE, ("x",), host=("good.example.com", None)),
+    "allowed_hosts: a miss": NOT_ALLOWED,
     "allowed_hosts: a name below example.com": Accepted(
         b"/x", ("x",), host=("app.example.com", None)
+    ),
+    # An application that lists its hosts serves no unnamed one.
+    "allowed_hosts: no Host, HTTP/1.0": NOT_ALLOWED,
+    "allowed_hosts: absolute-form miss, no Host, HTTP/1.0": NOT_ALLOWED,
+    "allowed_hosts: absolute-form listed, no Host, HTTP/1.0": Accepted(
+        LISTED_ABSOLUTE, ("x",), host=("app.example.com", None)
     ),
 }
 # httptools and granian hand over only the path of an absolute-form target:
@@ -1164,6 +1189,27 @@ _HOST_REDUCED: dict[str, Outcome] = {
         b"/x", ("x",), host=("good.example.com", 80)
     ),
     "absolute-form, another Host": Accepted(b"/x", ("x",), host=("good.example.com", None)),
+}
+# httptools hands over only the path and no Host: the request names no host at
+# all, which HTTP/1.0 allows; with an allow-list, that is host-not-allowed.
+_HOST_HTTPTOOLS: dict[str, Outcome] = {
+    **_HOST_REDUCED,
+    "absolute-form, no Host, HTTP/1.0": Accepted(b"/x", ("x",), host=(None, None)),
+    "allowed_hosts: absolute-form listed, no Host, HTTP/1.0": NOT_ALLOWED,
+}
+# granian gives a request without Host a host header: the target's authority
+# when it is in absolute form (and only the path), else an empty value. So
+# under granian an HTTP/1.0 request without Host cannot be told from one with
+# an empty Host, and gets bad-host as that one does (with an allow-list too).
+_HOST_GRANIAN: dict[str, Outcome] = {
+    **_HOST_REDUCED,
+    "no Host, HTTP/1.0": BAD_HOST,
+    "absolute-form, no Host": Accepted(b"/x", ("x",), host=("good.example.com", None)),
+    "absolute-form, no Host, HTTP/1.0": Accepted(b"/x", ("x",), host=("good.example.com", None)),
+    "allowed_hosts: no Host, HTTP/1.0": BAD_HOST,
+    "allowed_hosts: absolute-form listed, no Host, HTTP/1.0": Accepted(
+        b"/x", ("x",), host=("app.example.com", None)
+    ),
 }
 # h11 (uvicorn's and hypercorn's parser) refuses a missing or repeated Host itself.
 _HOST_H11: dict[str, Outcome] = {
@@ -1178,19 +1224,14 @@ HOST_SERVERS: dict[str, dict[str, Outcome]] = {
     "uvicorn-h11": _HOST_H11,
     "uvicorn-httptools": {
         **_HOST_COMMON,
-        **_HOST_REDUCED,
+        **_HOST_HTTPTOOLS,
         "Host folded (obs-fold)": Refused(400),
     },
     "hypercorn": _HOST_H11,
     "granian": {
         **_HOST_COMMON,
-        **_HOST_REDUCED,
+        **_HOST_GRANIAN,
         "Host folded (obs-fold)": Refused(400),
-        # granian gives an HTTP/1.0 request without Host a host header with an
-        # empty value (and http_version "1"): urlguard reads that as no Host,
-        # which HTTP/1.0 allows; an absolute-form target without Host gets
-        # its authority as Host.
-        "absolute-form, no Host": Accepted(b"/x", ("x",), host=("good.example.com", None)),
     },
     "daphne": _HOST_COMMON,
     "gunicorn-sync": {
@@ -1216,6 +1257,7 @@ HOST_REQUESTS_H2: dict[str, HostRequest] = {
     ":authority <script>": HostRequest((), authority=b"<script>"),
     ":authority 0x7f.1": HostRequest((), authority=b"0x7f.1"),
     "empty :authority": HostRequest((), authority=b""),
+    ":authority, IPv6 in another spelling": HostRequest((), authority=b"[0:0::01]:8443"),
     "allowed_hosts: a miss": HostRequest((), authority=b"evil.example", listed=True),
     "allowed_hosts: a name below example.com": HostRequest(
         (), authority=b"app.example.com", listed=True
@@ -1225,6 +1267,7 @@ _H2_COMMON: dict[str, Outcome] = {
     ":authority": Accepted(b"/x", ("x",), host=("app.example.com", 8443)),
     ":authority and the same host": Accepted(b"/x", ("x",), host=(AUTHORITY.decode(), None)),
     ":authority 0x7f.1": BAD_HOST,
+    ":authority, IPv6 in another spelling": Accepted(b"/x", ("x",), host=("[::1]", 8443)),
     "allowed_hosts: a miss": Rejected("host-not-allowed"),
     "allowed_hosts: a name below example.com": Accepted(
         b"/x", ("x",), host=("app.example.com", None)
@@ -1397,7 +1440,11 @@ def test_websocket_host(hosts: Pool, name: str, case: str, expected: Outcome) ->
         case Rejected(rule) if SERVERS[name].websocket == "close":
             # Closed before accept (1008): the server answers the handshake with 403.
             assert response.status == 403
-            assert f"rule={rule} component=host " in server.output()
+            # Logged as a host rejection, with its cause (a malformed or a repeated Host).
+            assert re.search(
+                rf"rejected host: rule={rule} cause=(malformed|repeated) component=host ",
+                server.output(),
+            )
         case Rejected(rule):
             assert response.status == 400
             assert response.header(b"content-type") == PLAIN

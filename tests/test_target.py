@@ -713,8 +713,9 @@ AUTHORITY_ACCEPTED = [
         id="lower-cased",
     ),
     P(b"HTTPS://h:65535/", STRICT, "h:65535", ("",), "h", 65535, id="port 65535"),
-    P(b"http://h:0", STRICT, "h:0", ("",), "h", 0, id="port 0"),
     P(b"http://[::1]:8080/a", STRICT, "[::1]:8080", ("a",), "[::1]", 8080, id="IPv6 literal"),
+    P(b"http://[0::01]/a", STRICT, "[::1]", ("a",), "[::1]", None, id="IPv6, one spelling"),
+    P(b"http://Example.COM./", STRICT, "example.com", ("",), "example.com", None, id="root dot"),
     P(b"http://192.0.2.1?q", STRICT, "192.0.2.1", ("",), "192.0.2.1", None, id="IPv4, no path"),
     P(
         b"http://xn--caf-dma.example/",
@@ -780,6 +781,7 @@ AUTHORITY_REJECTED = [
     P(b"http://a:99999999/", STRICT, "bad-host", 8, id="port past 65535"),
     P(b"http://a:65536/", STRICT, "bad-host", 9, id="port 65536"),
     P(b"http://a:080/", STRICT, "bad-host", 8, id="port with a leading zero"),
+    P(b"http://h:0", STRICT, "bad-host", 8, id="port 0"),
     P(b"http://a:/", STRICT, "bad-host", 8, id="empty port"),
     P(b"http://a:8x/", STRICT, "bad-host", 8, id="port not decimal"),
     P(b"http:///x", STRICT, "bad-host", 7, id="empty host"),

@@ -41,8 +41,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from itertools import compress
 from typing import IO, Final, Literal, Protocol, TypeVar
 
+from ._allowed_hosts import AllowedHosts, HostCheck
 from ._errors import RULES, InvalidTarget
-from ._hosts import AllowedHosts, HostCheck
 from ._parser import parse_target
 from ._policy import Policy
 from ._routes import RouteTable, is_server_wide_options

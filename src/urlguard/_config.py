@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from ._hosts import AllowedHosts
+from ._allowed_hosts import AllowedHosts
 from ._policy import DEFAULT_POLICY, Policy
 
 Mode = Literal["enforce", "report"]

@@ -26,13 +26,15 @@ back, for display only. Never build URIs with them.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from typing import Final, Literal
 
+import idna
+
 from . import _grammar as g
-from ._host import ends_in_a_number
+from ._errors import InvalidTarget
+from ._host import PORTS, parse_host
 
 Space = Literal["+", "%20"]
 Query = Mapping[str, str] | Iterable[tuple[str, str]]
@@ -92,7 +94,6 @@ _FRAGMENT_TABLE: Final = _table(FRAGMENT_SAFE)
 # afterwards (no escape made by the table starts with two hex digits).
 _CLEAN_KEEP_BYTES: Final = g.to_bytes(CLEAN_KEEP)
 _CLEAN_TABLE: Final = _table(CLEAN_KEEP)
-_REG_NAME_BYTES: Final = g.to_bytes(g.REG_NAME)
 
 _HEXDIGITS: Final = g.to_str(g.HEXDIG)
 _HEX: Final = f"[{_HEXDIGITS}]"
@@ -266,54 +267,41 @@ def build_target(segments: Iterable[str], query: Query = (), *, space: Space = "
     return f"{target}?{encoded_query}" if encoded_query else target
 
 
-def _ascii_host(host: str) -> str:
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        pass
-    else:
-        if isinstance(address, ipaddress.IPv6Address):
-            if address.scope_id is not None:
-                raise ValueError("host: IPv6 zone identifiers are not allowed in http(s) URLs")
-            return f"[{address}]"
-        return str(address)
-    if not host:
-        raise ValueError("host must not be empty (RFC 9110 §4.2.1)")
-    # RFC 3986 §3.2.2: reg-name = *( unreserved / pct-encoded / sub-delims ).
-    # The builder takes decoded names, so '%' is refused rather than guessed at.
-    if host.encode("ascii").translate(None, _REG_NAME_BYTES):
-        raise ValueError("host has characters that a reg-name does not allow (RFC 3986 §3.2.2)")
-    # Browsers read a host whose last label is decimal or 0x-hex as IPv4
-    # ("0x7f.1" is 127.0.0.1): anything but a plain dotted quad is ambiguous.
-    if ends_in_a_number(host):
-        raise ValueError("host looks like an IPv4 address but is not a dotted quad")
-    return host.lower()
-
-
 def _host(host: str) -> str:
+    """``host`` in its one spelling (``urlguard._host``): the grammar that
+    reads a Host header decides what the builder writes, so every URL built
+    here names a host the guard accepts, spelled as ``Target.host`` gives it."""
     if not isinstance(host, str):
         raise TypeError(f"host must be a str, not {type(host).__name__}")
-    if host.startswith("[") and host.endswith("]"):
+    if not host:
+        raise ValueError("host must not be empty (RFC 9110 §4.2.1)")
+    if host.count(":") > 1 and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address, written in brackets (RFC 3986 §3.2.2)
+    if not host.isascii():
         try:
-            address = ipaddress.IPv6Address(host[1:-1])
-        except ValueError:
-            raise ValueError("host in brackets is not an IPv6 address (RFC 3986 §3.2.2)") from None
-        return _ascii_host(str(address))
-    if host.isascii():
-        return _ascii_host(host)
+            # UTS 46 processing (case folding, width mapping), then IDNA 2008,
+            # as browsers do.
+            host = idna.encode(host, uts46=True).decode("ascii")
+        except idna.IDNAError as exc:  # a UnicodeError, hence ValueError
+            raise ValueError("host is not a valid internationalised domain name") from exc
     try:
-        import idna  # the optional extra urlguard[idna]; never hand-rolled
-    except ImportError:
-        raise ValueError(
-            "host is not ASCII: install urlguard[idna] to convert Unicode host names"
-        ) from None
-    try:
-        # UTS #46 processing (case folding, width mapping), then IDNA 2008,
-        # as browsers do.
-        ascii_host = idna.encode(host, uts46=True).decode("ascii")
-    except idna.IDNAError as exc:  # a UnicodeError, hence ValueError
-        raise ValueError("host is not a valid internationalised domain name") from exc
-    return _ascii_host(ascii_host)
+        parsed = parse_host(host.encode("ascii"))
+    except InvalidTarget:
+        kind = "[" if host.startswith("[") else "%" if "%" in host else ""
+        raise ValueError(_HOST_REFUSED[kind]) from None
+    if parsed.port is not None:
+        raise ValueError("host must not hold a port: pass port=")
+    return parsed.name
+
+
+_HOST_REFUSED: Final = {
+    "[": "host is not an IPv6 address, or has an IPv6 zone identifier "
+    "(RFC 3986 §3.2.2; zone identifiers are not allowed in http(s) URLs)",
+    "%": "host holds '%': the builder takes decoded names, never escapes",
+    "": "host is not a name (RFC 1123 labels, valid A-labels), a dotted-quad IPv4 "
+    "address or an IPv6 address (RFC 3986 §3.2.2); a last label that is a number "
+    "is read as IPv4 by browsers",
+}
 
 
 def _port(port: int | None) -> str:
@@ -321,7 +309,7 @@ def _port(port: int | None) -> str:
         return ""
     if type(port) is not int:
         raise TypeError(f"port must be an int, not {type(port).__name__}")
-    if not 1 <= port <= 65535:
+    if port not in PORTS:
         raise ValueError(f"port must be between 1 and 65535, not {port}")
     return f":{port}"
 
@@ -339,13 +327,14 @@ def build_url(
     """An ``http`` or ``https`` URL from decoded pieces.
 
     ``scheme`` is ``http`` or ``https`` in any case (written lower case).
-    ``host`` is an ASCII reg-name (written lower case), an IPv4 address, an
-    IPv6 address (with or without brackets; written in brackets, RFC 3986
-    §3.2.2), or a Unicode name, converted with the ``idna`` package (the
-    ``urlguard[idna]`` extra; without it a non-ASCII host is a ``ValueError``).
-    Hosts that browsers would read as IPv4 but are not a dotted quad
-    (``1.2.3``, ``0x7f.1``), IPv6 zone identifiers, empty hosts and ports
-    outside 1-65535 are refused with ``ValueError``. Path and query as in
+    ``host`` is a name, an IPv4 address, an IPv6 address (with or without
+    brackets), or a Unicode name, converted by the ``idna`` package (UTS 46,
+    then IDNA 2008); it is read by the same grammar as a Host header and
+    written as ``Target.host`` spells it (lower case, no trailing dot, IPv6
+    in brackets in RFC 5952 form). What that grammar refuses (hosts that
+    browsers would read as IPv4 but are not a dotted quad, ``1.2.3``,
+    ``0x7f.1``; IPv6 zone identifiers; characters outside RFC 1123 labels;
+    an empty host) and ports outside 1-65535 are refused with ``ValueError``. Path and query as in
     :func:`build_target` (an empty first segment is allowed here);
     ``fragment`` is encoded with :func:`encode_fragment`.
 

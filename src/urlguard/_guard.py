@@ -51,11 +51,11 @@ from urllib.parse import quote_from_bytes
 
 from . import _grammar as g
 from . import _parser
+from ._allowed_hosts import AllowedHosts, HostCheck, HostFault, cause
 from ._answers import Answer, answer, refusal, rejection
 from ._config import MODES, Config, Mode, check_prefix, load_config, route_policy
 from ._errors import InvalidTarget
-from ._host import Host
-from ._hosts import AllowedHosts, HostCheck
+from ._host import Host, host_text
 from ._policy import DEFAULT_POLICY, Policy
 from ._routes import Route, RouteTable, is_server_wide_options, unmount
 from ._segments import routing_path
@@ -269,7 +269,7 @@ class Guard(Generic[C, A]):
         query: bytes | None,
         mount: bytes | None,
         carrier: C,
-        host: bytes | Host | None = None,
+        host: bytes | Host | HostFault | None = None,
     ) -> Answer | A | RoutingPath | None:
         """What to do with one request (see the module documentation).
 
@@ -277,27 +277,32 @@ class Guard(Generic[C, A]):
         gave none; with ``query`` ``None`` it is the whole target (WSGI), else
         the path, the query being ``query`` (ASGI: ``/a?`` and ``/a`` look
         alike). ``mount`` is the decoded mount point, as bytes, or ``None``.
-        ``host`` is the Host value (``_hosts``: ``b""`` when an HTTP/1.1
-        request has none, several joined by ``", "``), a ``Host`` the verdict
-        table gave for it already, or ``None`` when there is nothing to
-        check (HTTP/1.0 without Host). It is checked first; the parser gives
-        it to the target, and an absolute-form target must name the same
-        authority. An accepted target is stored in ``carrier`` at
-        ``"urlguard.target"``, and the answer is ``None``: call the application.
+        ``host`` is the Host value, a ``Host`` the verdict table gave for it
+        already, a ``HostFault`` (``_allowed_hosts``: none on HTTP/1.1,
+        several, disagreeing), or ``None`` for HTTP/1.0 without Host, whose
+        host is then the absolute-form target's authority (judged against
+        ``allowed_hosts``; with a list and no authority, ``host-not-allowed``).
+        It is checked first; the parser gives it to the target, and an
+        absolute-form target must name the same authority. An accepted target
+        is stored in ``carrier`` at ``"urlguard.target"``, and the answer is
+        ``None``: call the application.
         """
         # One increment, no lock: this is every request's cost. Under the GIL
         # CPython switches threads only at calls and backward jumps, never
         # between this read and write; a free-threaded build may lose one.
         self.checked += 1
         known: Host | None = host  # type: ignore[assignment]  # judged just below unless a Host
-        if type(host) is not Host and host is not None:  # as received: never skip the list
-            known = self.known_hosts.get(host)  # type: ignore[arg-type]  # bytes, or a subclass
-            if known is None:
-                try:
-                    known = self.hosts.judge(host)  # type: ignore[arg-type]
-                except InvalidTarget as exc:
-                    whole = b"" if raw is None else raw if not query else b"?".join((raw, query))
-                    return self.decide_invalid(exc, whole, carrier, host=host)
+        if type(host) is not Host:  # as received: never skip the list
+            try:
+                if host is None:  # HTTP/1.0 without Host: the target's authority, if any
+                    known = self.hosts.unnamed(raw)
+                else:
+                    known = self.known_hosts.get(host)  # type: ignore[arg-type]  # bytes, or a subclass
+                    if known is None:
+                        known = self.hosts.judge(host)  # type: ignore[arg-type]  # not a Host
+            except InvalidTarget as exc:
+                whole = b"" if raw is None else raw if not query else b"?".join((raw, query))
+                return self.decide_invalid(exc, whole, carrier, host=host)
         if raw is None:
             return self._without_raw_target(mount, carrier, known)
         if mount is not None and self.routed:
@@ -350,7 +355,7 @@ class Guard(Generic[C, A]):
         target: bytes,
         carrier: C,
         request: Request | None = None,
-        host: bytes | Host | None = None,
+        host: bytes | Host | HostFault | None = None,
     ) -> Answer | A | None:
         """The decision for a request whose ``target`` (or ``host``) broke a
         rule (``exc``): passed on for ``OPTIONS *`` and in report-only mode,
@@ -369,6 +374,34 @@ class Guard(Generic[C, A]):
         content_type, body = rejection(exc, target, request.accept)
         return answer(
             request.method, 400, content_type, body, f"invalid request target: {exc.rule}"
+        )
+
+    def broken_server(self, key: str, carrier: C) -> Answer:
+        """The answer to a request whose carrier breaks the protocol's spec
+        at ``key`` (an ASGI scope's ``headers`` as a dict, its ``query_string``
+        a ``str``, no ``type``; a WSGI environ's ``HTTP_HOST`` as bytes):
+        ``500``, and one error log line naming the key. Such a request shows
+        nothing certain of what the client sent, so it is neither judged nor
+        passed on, and nothing more is read from it (a 4xx would blame the
+        client; the fault is the server's). ``key`` ``"?"``: no key breaks
+        the spec, the fault is urlguard's own, logged with its traceback."""
+        LOGGER.error(
+            "%s: the server handed over a request that breaks the %s spec (key %s); "
+            "refused with 500",
+            self.owner,
+            self.protocol,
+            escape(key),
+            exc_info=key == "?",
+        )
+        method = carrier.get("method", carrier.get("REQUEST_METHOD"))
+        body = b"500 Internal Server Error: the server handed over a request urlguard cannot read\n"
+        return answer(
+            method if isinstance(method, str) else "GET",
+            500,
+            "text/plain; charset=utf-8",
+            body,
+            "broken request",
+            no_store=True,
         )
 
     def _without_raw_target(
@@ -439,7 +472,7 @@ class Guard(Generic[C, A]):
         target: bytes,
         carrier: C,
         request: Request,
-        host: bytes | Host | None,
+        host: bytes | Host | HostFault | None,
     ) -> None:
         """Store the violation, count it, log one line and call ``on_violation``."""
         carrier.pop(TARGET_KEY, None)  # a lenient guard in front may have stored one
@@ -448,26 +481,31 @@ class Guard(Generic[C, A]):
         with self._lock:
             self._violations[exc.rule, exc.component, "/" if route is None else route.prefix] += 1
         if LOGGER.isEnabledFor(self.log_level):
-            # No "urlguard:" prefix: the logger's name says it already.
+            # No "urlguard:" prefix: the logger's name says it already. A host
+            # rejection says so, and a bad-host which of its four causes.
+            of_host = exc.rule == "bad-host" or exc.rule == "host-not-allowed"
+            why = cause(exc, host) if exc.rule == "bad-host" else None
             LOGGER.log(
                 self.log_level,
-                "%s request target: rule=%s component=%s index=%s offset=%d "
-                "client=%s method=%s target=%s%s",
+                "%s %s: rule=%s%s component=%s index=%s offset=%d client=%s method=%s target=%s%s",
                 "reported (report-only, passed on)" if self.report else "rejected",
+                "host" if of_host else "request target",
                 exc.rule,
+                "" if why is None else f" cause={why}",
                 exc.component,
                 "-" if exc.index is None else exc.index,
                 exc.offset,
                 escape(request.client),
                 escape(request.method),
                 escape(target),
-                "" if host is None or exc.component != "host" else f" host={_host_text(host)}",
+                "" if not of_host else f" host={_host_text(host)}",
                 extra={
                     "urlguard_rule": exc.rule,
                     "urlguard_component": exc.component,
                     "urlguard_index": exc.index,
                     "urlguard_offset": exc.offset,
                     "urlguard_mode": self.mode,
+                    "urlguard_cause": why,
                 },
             )
         if self.on_violation is not None:
@@ -577,10 +615,14 @@ class GuardedMiddleware(Generic[A, C]):
             answer on every input; tests and benchmarks pass each in turn.
         :param allowed_hosts: the hosts the application serves: exact names
             (``"example.com"``, ``"example.com:8443"``, ``"[::1]"``) and
-            ``"*.example.com"`` for every name below ``example.com``; any
-            other valid host is ``host-not-allowed``. Default: the config's,
-            else any host the grammar accepts (every request's host is
-            checked either way: ``bad-host``).
+            ``"*.example.com"`` for every name below ``example.com``, each
+            read in the spelling ``Target.host`` uses; any other valid host
+            is ``host-not-allowed``, from whichever source names it (Host,
+            ``:authority``, or the absolute-form authority of an HTTP/1.0
+            request without Host; one naming no host at all is refused too).
+            An empty list is a ``ValueError``. Default: the config's, else
+            any host the grammar accepts (every request's host is checked
+            either way: ``bad-host``).
         """
         owner = f"{type(self).__module__}.{type(self).__qualname__}"
         if not callable(app):
@@ -714,10 +756,13 @@ def _callback(owner: str, name: str, value: object) -> Callable[..., Any] | None
 # -- escaping for log lines ---------------------------------------------------
 
 
-def _host_text(host: bytes | Host) -> str:
-    """A host for the log line: the value as received (escaped), or a judged one."""
+def _host_text(host: bytes | Host | HostFault | None) -> str:
+    """A host for the log line: the value as received (escaped), a judged
+    one, or ``-`` for none (missing, several, HTTP/1.0 without Host)."""
     if isinstance(host, Host):
-        return escape(host.name if host.port is None else f"{host.name}:{host.port}")
+        return escape(host_text(host))
+    if host is None or isinstance(host, HostFault) or not host:
+        return "-"
     return escape(host)
 
 

@@ -56,8 +56,7 @@ cdef extern from "Python.h":
     void PyUnicode_WRITE(int kind, void* data, Py_ssize_t index, Py_UCS4 value)
 
 from ._errors import InvalidTarget
-from ._host import Host
-from ._hosts import same_authority
+from ._host import Host, host_text, same_authority
 from ._parser_py import _absolute_form, _judged, _policy_of
 from ._parser_py import _as_bytes as _reference_as_bytes
 from ._policy import DEFAULT_POLICY
@@ -692,7 +691,7 @@ cdef class _Target:
 
     cdef readonly bytes raw
     cdef readonly object authority
-    cdef readonly object _host  # the Host the parser was given (see Target.host)
+    cdef readonly object _host  # the Host given, else the authority's (see Target.host)
     cdef _Rules rules
     cdef Span* spans  # the segments', then the pairs'
     cdef Py_ssize_t nseg, npair
@@ -829,13 +828,14 @@ cdef object _walk(Walk* w, _Rules r, bytes raw, object host, Span* segments,
     cdef Py_ssize_t n = w.n, path_start = 0, path_end, nseg, npair = 0, k
     cdef const unsigned char* found
     cdef Span* span
-    authority = None
+    authority = judged = None
     found = <const unsigned char*>memchr(s, 0x23, n)
     if found != NULL:  # RFC 9110 §7.1: a fragment is never sent
         _fail(w, FRAGMENT, TARGET, -1, found - s)
         return None
     if n == 0 or s[0] != 0x2F:
-        path_start, authority = _absolute_form(raw, r.policy)  # raises InvalidTarget
+        path_start, judged = _absolute_form(raw, r.policy)  # raises InvalidTarget
+        authority = host_text(judged)
     found = <const unsigned char*>memchr(s + path_start, 0x3F, n - path_start)
     path_end = n if found == NULL else found - s
 
@@ -876,6 +876,11 @@ cdef object _walk(Walk* w, _Rules r, bytes raw, object host, Span* segments,
         if pairs[k].first_escape >= 0 or not r.query_raw_allowed:
             if _pair(w, r, &pairs[k], k) is None:
                 return None
+    if judged is not None:  # the Host the authority names, judged once and kept
+        if host is None:
+            host = judged
+        elif not same_authority(raw, judged, host):  # RFC 9112 §3.2.2
+            raise InvalidTarget("bad-host", "host", None, 0)
     return _new_target(raw, r, authority, host, segments, nseg, pairs, npair)
 
 
@@ -919,9 +924,6 @@ cdef object _parse(Walk* w, bytes raw, _Rules r, object host):
             PyMem_Free(pairs)
     if w.rule != OK:
         return None
-    if host is not None and (<_Target>target).authority is not None:
-        if not same_authority(target, host):  # RFC 9112 §3.2.2
-            raise InvalidTarget("bad-host", "host", None, 0)
     return target
 
 

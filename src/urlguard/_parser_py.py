@@ -26,8 +26,7 @@ from urllib.parse import unquote_to_bytes
 
 from . import _grammar as g
 from ._errors import Component, InvalidTarget
-from ._host import Host, parse_host
-from ._hosts import same_authority
+from ._host import Host, authority_span, host_text, parse_host, same_authority
 from ._policy import DEFAULT_POLICY, Policy
 from ._target import Pairs, Target
 
@@ -45,10 +44,8 @@ _ENCODED_BACKSLASH: Final = re.compile(rb"%5[Cc]")
 # An escape left in decoded text: the sign of %25XX, i.e. double encoding.
 _ESCAPE_IN_TEXT: Final = re.compile(r"%[0-9A-Fa-f]{2}")
 
-# RFC 9112 §3.2.2 absolute-form, for the schemes of RFC 9110 §4.2 (scheme
-# names are case-insensitive, RFC 3986 §3.1).
-_SCHEME: Final = re.compile(rb"https?://", re.IGNORECASE)
-# RFC 3986 §3.2: authority = [ userinfo "@" ] host [ ":" port ]. It is
+# RFC 9112 §3.2.2 absolute-form, for the schemes of RFC 9110 §4.2, is found
+# by _host.authority_span. RFC 3986 §3.2: authority = [ userinfo "@" ] host [ ":" port ]. It is
 # read by the one host grammar (_host.py), as a Host header is: no userinfo
 # (RFC 9110 §4.2.4 tells recipients to treat it as an error), no escapes
 # (no browser sends them, and a decoded one could name another host), a
@@ -285,34 +282,31 @@ def _parse(raw: bytes, p: Policy, host: Host | None) -> Target:
     query = []
     for index, (piece, at) in enumerate(raw_pairs):
         query.append(_pair(piece, at, index, p))
-    target = Target(
+    if authority is not None and host is not None and not same_authority(raw, authority, host):
+        raise InvalidTarget("bad-host", "host", None, 0)  # RFC 9112 §3.2.2
+    return Target(
         raw,
         tuple(segments),
         tuple(query),
         params=tuple(params) if p.path_params == "split" else None,
-        authority=authority,
-        host=host,
+        authority=None if authority is None else host_text(authority),
+        host=authority if host is None else host,  # the Host judged, never read again
     )
-    if host is not None and authority is not None and not same_authority(target, host):
-        raise InvalidTarget("bad-host", "host", None, 0)
-    return target
 
 
-def _absolute_form(raw: bytes, p: Policy) -> tuple[int, str]:
-    """Where the path of an absolute-form target starts, and its authority
-    (``host[:port]``, lower-cased); ``bad-form`` for a scheme other than
-    http(s), ``bad-host`` for an authority the host grammar refuses."""
-    scheme = _SCHEME.match(raw)
-    if scheme is None:
+def _absolute_form(raw: bytes, p: Policy) -> tuple[int, Host]:
+    """Where the path of an absolute-form target starts, and the Host its
+    authority names (read by the host grammar); ``bad-form`` for a scheme
+    other than http(s), ``bad-host`` for an authority the grammar refuses."""
+    span = authority_span(raw)
+    if span is None:
         raise InvalidTarget("bad-form", "target", None, 0)
-    start = scheme.end()
-    ends = [i for i in (raw.find(b"/", start), raw.find(b"?", start)) if i >= 0]
-    end = min(ends, default=len(raw))
+    start, end = span
     try:
         host = parse_host(raw[start:end], "target")
     except InvalidTarget as exc:
         raise InvalidTarget("bad-host", "target", None, start + exc.offset) from None
-    return end, host.name if host.port is None else f"{host.name}:{host.port}"
+    return end, host
 
 
 def _segment(

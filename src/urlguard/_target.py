@@ -55,7 +55,8 @@ class Target(metaclass=ABCMeta):  # noqa: B024
         self._params = params
         self._authority = authority
         # The request's host: the Host header (or :authority) the parser was
-        # given, validated; None: the authority's, if any.
+        # given, else the absolute-form authority's, as the parser judged it;
+        # None: neither (or a target made by hand: then the authority's).
         self._host = host
 
     @property

@@ -50,6 +50,10 @@ What the ASGI servers put in the scope (measured; see docs/servers.md):
   path and drop a ``#fragment``; h11, hypercorn and daphne pass both on, and
   then the absolute-form target (HTTP/1.x) is validated on its path and
   query and a fragment is a ``fragment`` violation.
+- A scope that breaks the ASGI spec (no ``type``; ``headers`` that are not
+  pairs of byte strings; a ``query_string`` that is not a byte string) is
+  answered ``500``, with one error log line naming the key: nothing certain
+  of what the client sent can be read from it.
 - One blind spot: uvicorn with ``root_path="/mnt"`` turns a target without
   a leading slash (``x``) into ``/mntx``, the bytes other servers give for a
   request for ``/mntx``; it is validated as that path.
@@ -60,6 +64,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any, Final
 
+from ._allowed_hosts import DISAGREEING, MISSING, REPEATED, HostFault
 from ._answers import Answer
 from ._errors import InvalidTarget
 from ._guard import GuardedMiddleware, Request, RoutingPath
@@ -136,29 +141,36 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         app = self.app  # or what on_reject returns, below
-        kind = scope["type"]
+        try:
+            kind = scope["type"]
+        except KeyError:  # every ASGI scope has a type: this one breaks the spec
+            kind = None
         if kind == "http" or kind == "websocket":
             guard = self._guard
             try:
-                raw, query, root = scope["raw_path"], scope["query_string"], scope["root_path"]
-                headers = scope["headers"]
-            except KeyError:  # raw_path, query_string and root_path are optional in the ASGI spec
-                raw, query = scope.get("raw_path"), scope.get("query_string") or b""
-                root, headers = scope.get("root_path"), scope.get("headers")
-            mount = None
-            if root:
-                if type(root) is str:
-                    mount = root.encode("utf-8", "surrogatepass")
-                else:  # a server that breaks the ASGI spec: judge nothing it hands over
-                    raw = None
-            # The Host judged already (nearly every request), else its value, to be judged.
-            host = guard.host_header(headers, guard.known_hosts)
-            if host is None:  # none, several, empty, or headers of an odd shape
-                host = _host(scope)
-            if type(raw) is bytes and raw[:1] == b"/":  # origin-form: nearly every request
-                decision = guard.decide(raw, query, mount, scope, host)
-            else:
-                decision = self._decide_other(raw, query, mount, scope, host)
+                try:
+                    raw, query, root = scope["raw_path"], scope["query_string"], scope["root_path"]
+                    headers = scope["headers"]
+                except KeyError:  # raw_path, query_string, root_path: optional in the ASGI spec
+                    raw, query = scope.get("raw_path"), scope.get("query_string") or b""
+                    root, headers = scope.get("root_path"), scope.get("headers")
+                mount = None
+                if root:
+                    if type(root) is str:
+                        mount = root.encode("utf-8", "surrogatepass")
+                    else:  # a server that breaks the ASGI spec: judge nothing it hands over
+                        raw = None
+                # The Host judged already (nearly every request), else its value, to be judged.
+                host: Host | bytes | HostFault | None
+                host = guard.host_header(headers, guard.known_hosts)
+                if host is None:  # none, several, empty, or headers of an odd shape
+                    host = _host(scope)
+                if type(raw) is bytes and raw[:1] == b"/" and type(query) is bytes:  # nearly all
+                    decision = guard.decide(raw, query, mount, scope, host)
+                else:
+                    decision = self._decide_other(raw, query, mount, scope, host)
+            except Exception as exc:  # a scope that breaks the ASGI spec: 500, never a crash
+                decision = guard.broken_server(_fault(scope, exc), scope)
             if decision is not None:  # None, the common case: the target is stored, go on
                 if isinstance(decision, Answer):
                     await _send(scope, send, decision)
@@ -170,22 +182,28 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
                     scope = {**scope, "path": (root or "") + decision.path}
                 else:
                     app = decision  # what on_reject returned answers instead
+        elif type(kind) is not str:  # no "type" (ASGI: every scope has one): judge nothing
+            await _send(scope, send, self._guard.broken_server("type", scope))
+            return
         await app(scope, receive, send)
 
     def _decide_other(
         self,
         raw: object,
-        query: bytes,
+        query: object,
         mount: bytes | None,
         scope: Scope,
-        host: bytes | Host | None,
+        host: bytes | Host | HostFault | None,
     ) -> Answer | ASGIApp | RoutingPath | None:
-        """The decision for a raw path that is not bytes starting with ``/``."""
+        """The decision for a raw path that is not bytes starting with ``/``,
+        or a query that is not bytes."""
+        if not isinstance(query, bytes | bytearray):
+            raise _BrokenScope("query_string")  # ASGI: a byte string
         if not isinstance(raw, bytes | bytearray):
             # raw_path is a byte string (ASGI HTTP spec): anything else comes
             # from a server that breaks it, and is not trusted: as if there were none.
-            return self._guard.decide(None, query, mount, scope, host)
-        raw = bytes(raw)
+            return self._guard.decide(None, bytes(query), mount, scope, host)
+        raw, query = bytes(raw), bytes(query)
         if raw[:1] != b"/" and scope.get("http_version") in _ORIGIN_FORM_ONLY:
             # RFC 9113 §8.3.1, RFC 9114 §4.3.1: ':path' is origin-form, or '*'
             # for OPTIONS (passed on by the guard); absolute-form is HTTP/1.1's.
@@ -196,42 +214,83 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
         return self._guard.decide(raw, query, mount, scope, host)
 
 
-def _host(scope: Scope) -> bytes | None:
-    """The request's Host value, for the guard (``_hosts``): the ``host``
-    header (HTTP/2 and HTTP/3 servers put ``:authority`` there); ``b""``
-    when an HTTP/1.1 request has none, ``None`` when HTTP/1.0 has none
-    (RFC 9112 §3.2 makes Host optional there); several joined by ``", "``,
-    which the grammar refuses, unless HTTP/2 or HTTP/3 repeat one value
-    (RFC 9113 §8.3.1: they must agree)."""
-    value, seen = None, False
-    for name, found in scope.get("headers") or ():
-        if name == b"host":
-            if seen:
-                return _several(scope)
-            value, seen = found, True
-    if not seen:
-        return None if scope.get("http_version") in _HTTP_1_0 else b""
-    value = _value(value)
-    if not value and scope.get("http_version") in _HTTP_1_0:
-        return None  # granian gives HTTP/1.0 without Host an empty one
-    return value
+class _BrokenScope(Exception):
+    """A scope that breaks the ASGI spec, at ``key``."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
 
 
-def _value(value: object) -> bytes:
-    """A header's value as bytes; from a server that breaks the spec (a value
-    that is no byte string), one the grammar refuses: never a crash."""
-    if type(value) is bytes:
-        return value
-    return bytes(value) if isinstance(value, bytearray) else b"\x00"
+def _host(scope: Scope) -> bytes | HostFault | None:
+    """The request's Host value, for the guard (``_allowed_hosts``): the
+    ``host`` header (HTTP/2 and HTTP/3 servers put ``:authority`` there);
+    ``MISSING`` when an HTTP/1.1 request has none, ``None`` when HTTP/1.0
+    has none (RFC 9112 §3.2 makes Host optional there); ``REPEATED`` for
+    several, or ``DISAGREEING`` when HTTP/2 or HTTP/3 give several that
+    differ (RFC 9113 §8.3.1: they must agree; one value repeated is that
+    value). An empty value is the grammar's to refuse, on every HTTP version.
 
-
-def _several(scope: Scope) -> bytes:
-    """Several ``host`` headers: one value when HTTP/2 or HTTP/3 repeat it,
-    else their values joined by ``", "``, which the grammar refuses."""
-    values = [_value(v) for n, v in scope.get("headers") or () if n == b"host"]
-    if scope.get("http_version") in _ORIGIN_FORM_ONLY and len(set(values)) == 1:
+    granian gives a request without Host a ``host`` header with an empty
+    value, so there an HTTP/1.0 request without Host cannot be told from one
+    with an empty Host, and gets ``bad-host`` as that one does (measured,
+    granian 2.8: its HTTP/1.0 is ``http_version`` ``"1"``)."""
+    values = [value for name, value in _headers(scope) if name == b"host"]
+    if not values:
+        return None if scope.get("http_version") in _HTTP_1_0 else MISSING
+    if len(values) == 1:
         return values[0]
-    return b", ".join(values)
+    if scope.get("http_version") in _ORIGIN_FORM_ONLY:
+        return values[0] if len(set(values)) == 1 else DISAGREEING
+    return REPEATED
+
+
+def _headers(scope: Scope) -> list[tuple[bytes, bytes]]:
+    """The scope's headers as byte-string pairs (the ASGI spec: an iterable
+    of two byte strings each; none at all when the key is missing);
+    ``_BrokenScope("headers")`` for anything else: a dict, a str, pairs of
+    another size, values that are not byte strings."""
+    headers = scope.get("headers") or ()
+    if not isinstance(headers, list | tuple):
+        raise _BrokenScope("headers")
+    pairs = []
+    for pair in headers:
+        if not isinstance(pair, list | tuple) or len(pair) != 2:
+            raise _BrokenScope("headers")
+        name, value = pair
+        if not isinstance(name, bytes | bytearray) or not isinstance(value, bytes | bytearray):
+            raise _BrokenScope("headers")
+        pairs.append((bytes(name), bytes(value)))
+    return pairs
+
+
+def _fault(scope: Scope, exc: Exception) -> str:
+    """The key of ``scope`` that broke the guard's reading of it (``exc``):
+    the first one the ASGI spec gives a type that this one does not have;
+    ``"?"`` when none does (then the exception is urlguard's own)."""
+    if isinstance(exc, _BrokenScope):
+        return exc.key
+    try:
+        _headers(scope)
+    except _BrokenScope:
+        return "headers"
+    for key, kinds in _SPEC_TYPES:
+        value = scope.get(key)
+        if value is not None and not isinstance(value, kinds):
+            return key
+    return "?"
+
+
+# What the ASGI spec says each key the guard reads holds (when present).
+_SPEC_TYPES: Final[tuple[tuple[str, type | tuple[type, ...]], ...]] = (
+    ("method", str),
+    ("http_version", str),
+    ("query_string", (bytes, bytearray)),
+    ("raw_path", (bytes, bytearray)),
+    ("root_path", str),
+    ("client", (list, tuple)),
+    ("asgi", dict),
+)
 
 
 async def _send(scope: Scope, send: Send, answer: Answer) -> None:
@@ -241,7 +300,7 @@ async def _send(scope: Scope, send: Send, answer: Answer) -> None:
     headers = [
         (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in answer.headers
     ]
-    if scope["type"] == "http":
+    if scope.get("type") != "websocket":  # http, or no type at all (a broken scope)
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         await send({"type": "http.response.body", "body": answer.body})
     elif _DENIAL in (scope.get("extensions") or {}):

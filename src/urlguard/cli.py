@@ -51,6 +51,7 @@ from . import (
     parse_target,
     pretty_uri,
 )
+from ._allowed_hosts import AllowedHosts, HostCheck
 from ._audit import (
     FORMATS,
     HOST_FORMATS,
@@ -63,7 +64,6 @@ from ._audit import (
 )
 from ._audit import display_pieces as _display_pieces
 from ._config import PRESETS, Config, preset_policy
-from ._hosts import AllowedHosts, HostCheck
 from ._routes import RouteTable
 from ._suggest import SITE_FACTOR, Ledger, Lines, Suggestion, Thresholds, suggest, toml_string
 

@@ -55,6 +55,7 @@ from collections.abc import Callable, Iterable
 from typing import Final
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
+from ._allowed_hosts import MISSING, HostFault
 from ._answers import Answer
 from ._errors import InvalidTarget
 from ._guard import GuardedMiddleware, Request, RoutingPath
@@ -113,15 +114,16 @@ class StrictURLMiddleware(GuardedMiddleware[WSGIApplication, WSGIEnvironment]):
         script = environ.get("SCRIPT_NAME")
         host = environ.get("HTTP_HOST")
         if type(host) is str and host.isascii():
-            host_value: bytes | None = host.encode()
-        elif host is None:
-            # RFC 9112 §3.2: Host is optional in HTTP/1.0 only.
-            host_value = None if environ.get("SERVER_PROTOCOL") == "HTTP/1.0" else b""
+            host_value: bytes | HostFault | None = host.encode()
         else:
-            host_value = _latin1(host)  # refused by the grammar: not ASCII
-        decision = self._guard.decide(
-            target, None, _latin1(script) if script else None, environ, host_value
-        )
+            host_value = _host(host, environ)
+        decision: Answer | WSGIApplication | RoutingPath | None
+        if host_value is _BROKEN:
+            decision = self._guard.broken_server("HTTP_HOST", environ)
+        else:
+            decision = self._guard.decide(
+                target, None, _latin1(script) if script else None, environ, host_value
+            )
         if decision is not None:  # None, the common case: the target is stored, go on
             if isinstance(decision, Answer):
                 start_response(decision.status_line, list(decision.headers))
@@ -133,6 +135,24 @@ class StrictURLMiddleware(GuardedMiddleware[WSGIApplication, WSGIEnvironment]):
             else:
                 app = decision  # what on_reject returned answers instead
         return app(environ, start_response)
+
+
+# A Host value that breaks PEP 3333: the request is refused with 500.
+_BROKEN: Final = HostFault("broken")
+
+
+def _host(host: object, environ: WSGIEnvironment) -> bytes | HostFault | None:
+    """The Host value of an ``HTTP_HOST`` that is not an ASCII ``str``:
+    none (RFC 9112 §3.2: optional in HTTP/1.0 only), a non-ASCII one (its
+    bytes, which the grammar refuses), or one that is not a ``str`` at all,
+    which breaks PEP 3333 (``_BROKEN``: nothing certain of what was sent).
+    Servers merge several Host lines into one value (waitress: ``a, b``), or
+    refuse them (gunicorn): the grammar refuses the merged value."""
+    if host is None:
+        return None if environ.get("SERVER_PROTOCOL") == "HTTP/1.0" else MISSING
+    if not isinstance(host, str):
+        return _BROKEN
+    return _latin1(host)
 
 
 def _raw_bytes(raw: object, environ: WSGIEnvironment) -> bytes | None:
