@@ -503,7 +503,7 @@ def check_command(block: Block, words: list[str]) -> None:
         [script] = args
         assert (ROOT / script).is_file(), words
     elif program == "tox":
-        assert args == []
+        assert args == ["run-parallel"]
         assert (ROOT / "tox.ini").is_file()
     elif program in SERVERS and block.page in [*FRAMEWORKS, DJANGO]:
         assert words in start_commands(block.page)  # test_quick_start_behind_a_server runs it
@@ -820,3 +820,19 @@ def test_quick_start_runs_with_what_its_page_installs(
                     check_curl(port, line)
                 except AssertionError as error:
                     raise AssertionError(f"{' '.join(start)}: {server.output()}") from error
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    """CI runs the README's test command as the README gives it, and nothing
+    else: a green CI means the newcomer's command passes."""
+    [set_up] = [
+        b
+        for b in BLOCKS
+        if b.page == "README.md" and b.language == "sh" and b.heading.startswith("Set-up")
+    ]
+    test_command = set_up.code.splitlines()[1]
+    assert "tox" in test_command
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    run = [line for line in script if line.strip() and not line.lstrip().startswith("#")]
+    assert run[-1] == test_command
+    assert not any("pytest" in line or "tox" in line for line in run[:-1]), run
