@@ -656,21 +656,42 @@ def test_quick_start_behind_a_server(page: str, tmp_path: Path) -> None:
         assert any(line.output.startswith("{") for line in lines), page
         assert any(line.output.startswith("400 ") for line in lines), page
     assert lines, page
+    starts = write_quick_start(page, tmp_path)
+    answers_as_shown(page, starts, tmp_path, env={"PYTHONPATH": str(tmp_path)})
+
+
+def write_quick_start(
+    page: str,
+    directory: Path,
+    python: str = sys.executable,
+    leave_out: frozenset[str] = frozenset(),
+) -> list[list[str]]:
+    """Write ``page``'s quick start into ``directory``; the commands that start it."""
     if page == DJANGO:
-        django_project(tmp_path)
+        django_project(directory, python, leave_out)
         starts = start_commands(page)
     elif page in FRAMEWORKS:
-        (tmp_path / "app.py").write_text(quick_start(page), encoding="utf-8")
+        (directory / "app.py").write_text(quick_start(page), encoding="utf-8")
         starts = start_commands(page)
     else:
-        readme_starlette(tmp_path)
+        readme_starlette(directory)
         starts = [["uvicorn", "app:app"]]
     assert starts, f"{page} shows how to start its quick start"
+    return starts
+
+
+def answers_as_shown(
+    page: str,
+    starts: list[list[str]],
+    directory: Path,
+    python: str = sys.executable,
+    env: dict[str, str] | None = None,
+) -> None:
+    """Under each of ``starts``, every ``curl`` line of ``page`` gets the answer shown."""
     for words in starts:
         port = free_port()
-        env = {"PYTHONPATH": str(tmp_path)}
-        with running(server_argv(words, port), port, cwd=tmp_path, env=env) as server:
-            for line in lines:
+        with running(server_argv(words, port, python), port, cwd=directory, env=env) as server:
+            for line in curl_lines(page):
                 try:
                     check_curl(port, line)
                 except AssertionError as error:
@@ -802,24 +823,8 @@ def test_quick_start_runs_with_what_its_page_installs(
     assert words[2:], words
     assert all(re.fullmatch(r"\.\[[\w,]+\]", spec) for spec in words[2:]), words
     python = installed[tuple(words)]
-    if page == DJANGO:
-        django_project(tmp_path, python, leave_out=NEEDS_MORE)
-        starts = start_commands(page)
-    elif page in FRAMEWORKS:
-        (tmp_path / "app.py").write_text(quick_start(page), encoding="utf-8")
-        starts = start_commands(page)
-    else:
-        readme_starlette(tmp_path)
-        starts = [["uvicorn", "app:app"]]
-    assert starts, page
-    for start in starts:
-        port = free_port()
-        with running(server_argv(start, port, python), port, cwd=tmp_path) as server:
-            for line in curl_lines(page):
-                try:
-                    check_curl(port, line)
-                except AssertionError as error:
-                    raise AssertionError(f"{' '.join(start)}: {server.output()}") from error
+    starts = write_quick_start(page, tmp_path, python, leave_out=NEEDS_MORE)
+    answers_as_shown(page, starts, tmp_path, python)
 
 
 def test_ci_runs_the_readmes_test_command() -> None:

@@ -122,6 +122,12 @@ def _wsgi_status(app: Guarded, sent: Sent) -> int:
         "HTTP_HOST": sent.host.decode("ascii"),
         "wsgi.url_scheme": "http",
     }
+    assert isinstance(app, wsgi.StrictURLMiddleware)
+    return _wsgi_call(app, environ)
+
+
+def _wsgi_call(app: Any, environ: dict[str, Any]) -> int:
+    """The status ``app`` answers ``environ`` with, its body read and closed."""
     statuses: list[str] = []
 
     def start_response(
@@ -130,8 +136,11 @@ def _wsgi_status(app: Guarded, sent: Sent) -> int:
         statuses.append(status)
         return _write
 
-    assert isinstance(app, wsgi.StrictURLMiddleware)
-    b"".join(app(environ, start_response))
+    body = app(environ, start_response)
+    try:
+        b"".join(body)
+    finally:
+        getattr(body, "close", lambda: None)()
     return int(statuses[0].split()[0])
 
 
@@ -454,20 +463,7 @@ def _serve_asgi(app: Any, sent: Sent) -> int:
 
 
 def _serve_wsgi(app: Any, sent: Sent) -> int:
-    statuses: list[str] = []
-
-    def start_response(
-        status: str, headers: list[tuple[str, str]], exc_info: Any = None, /
-    ) -> Callable[[bytes], object]:
-        statuses.append(status)
-        return _write
-
-    body = app(_environ(sent), start_response)
-    try:
-        b"".join(body)
-    finally:
-        getattr(body, "close", lambda: None)()
-    return int(statuses[0].split()[0])
+    return _wsgi_call(app, _environ(sent))
 
 
 class SetUp(NamedTuple):
