@@ -1283,7 +1283,7 @@ def test_audit_suggest_never_loosens_the_host(
     ("stderr_is_tty", "block_tqdm", "shown"),
     [
         P(True, False, True, id="terminal: progress"),
-        P(True, True, False, id="terminal without tqdm: no progress, no error"),
+        P(True, True, False, id="terminal without tqdm: how to get progress, once"),
         P(False, False, False, id="pipe: no progress"),
     ],
 )
@@ -1344,6 +1344,8 @@ def test_audit_progress(stderr_is_tty: bool, block_tqdm: bool, shown: bool) -> N
         assert b"lines/s]" in last
         assert b"B/s" not in err
         assert b"MB" not in err
+    elif block_tqdm:
+        assert err.replace(b"\r\n", b"\n") == urlguard.cli._NO_PROGRESS.encode() + b"\n"
     else:
         assert err == b""
 
@@ -1414,6 +1416,32 @@ def test_audit_progress_one_line_per_file(monkeypatch: pytest.MonkeyPatch, tmp_p
         f"{display_name(first)}: 3 lines",
         f"{display_name(second)}: 5 lines",
     ]
+
+
+@pytest.mark.parametrize(
+    ("delay", "said"),
+    [
+        P(0, True, id="past the delay: said once for two files"),
+        P(3600, False, id="a run shorter than the delay: nothing"),
+    ],
+)
+def test_audit_without_tqdm_says_how_to_get_progress(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, delay: float, said: bool
+) -> None:
+    first, second = tmp_path / "a.log", tmp_path / "b.log"
+    first.write_bytes(log([combined(b"GET / HTTP/1.1")] * 3))
+    second.write_bytes(log([combined(b"GET /a%2Fb HTTP/1.1")] * 5))
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # as without the cli extra
+    monkeypatch.setattr(urlguard.cli, "_PROGRESS_DELAY", delay)
+    terminal = FakeTerminal()  # stdout and stderr, one screen
+    monkeypatch.setattr(sys, "stdout", terminal)
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["audit", str(first), str(second)]) == 1
+    screen = terminal.getvalue()
+    hint = urlguard.cli._NO_PROGRESS + "\n"
+    assert screen.count(urlguard.cli._NO_PROGRESS) == (1 if said else 0)
+    assert screen.removeprefix(hint if said else "").startswith("policy ")
+    assert "pip install '.[cli]'" in hint
 
 
 @pytest.mark.parametrize(

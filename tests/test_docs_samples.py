@@ -57,11 +57,14 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tomllib
+import venv
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -500,7 +503,7 @@ def check_command(block: Block, words: list[str]) -> None:
         [script] = args
         assert (ROOT / script).is_file(), words
     elif program == "tox":
-        assert args == []
+        assert args == ["run-parallel"]
         assert (ROOT / "tox.ini").is_file()
     elif program in SERVERS and block.page in [*FRAMEWORKS, DJANGO]:
         assert words in start_commands(block.page)  # test_quick_start_behind_a_server runs it
@@ -559,8 +562,10 @@ def test_every_console_line_is_run() -> None:
                 assert page in served, f"{line.where}: no server for this page"
 
 
-def check_curl(port: int, line: Shown) -> None:
-    """Send the line's target as curl --path-as-is sends it; the body is the text shown."""
+def check_curl(port: int, line: Shown, as_json: bool = False) -> None:
+    """Send the line's target as curl --path-as-is sends it; the body is the text
+    shown (``as_json``: a JSON answer is the same JSON value, spelt as its
+    framework spells it)."""
     words = line.words[1:]
     assert "--path-as-is" in words, f"{line.where}: curl would resolve dot segments"
     url = words[-1]
@@ -574,16 +579,19 @@ def check_curl(port: int, line: Shown) -> None:
     kind = answer.header(b"content-type") or b""
     refused = answer.text.startswith("400 Bad Request: ") or kind == b"application/problem+json"
     assert answer.status == (400 if refused else 200), f"{line.where}: {answer.status}"
-    assert answer.text.removesuffix("\n") == line.output, line.where
+    if as_json and kind == b"application/json":
+        assert json.loads(answer.text) == json.loads(line.output), line.where
+    else:
+        assert answer.text.removesuffix("\n") == line.output, line.where
 
 
-def server_argv(words: list[str], port: int) -> list[str]:
+def server_argv(words: list[str], port: int, python: str = sys.executable) -> list[str]:
     program, *args = words
     if program == "uvicorn":
         args += ["--host", "127.0.0.1", "--port", str(port)]
     else:
         args += ["--bind", f"127.0.0.1:{port}", *CONTROL_SOCKET]
-    return [sys.executable, "-m", program, *args]
+    return [python, "-m", program, *args]
 
 
 def quick_start(page: str) -> str:
@@ -593,21 +601,33 @@ def quick_start(page: str) -> str:
     return "\n\n\n".join(code) + "\n"
 
 
-def django_project(directory: Path) -> None:
-    """``django-admin startproject mysite``, then the page's files written into it
-    (blocks of one file join in page order)."""
+def django_project(
+    directory: Path,
+    python: str = sys.executable,
+    leave_out: frozenset[str] = frozenset(),
+    page: str = DJANGO,
+) -> None:
+    """``django-admin startproject mysite``, then the files ``page`` shows written
+    into it (blocks of one file join in page order), but for those under a
+    heading in ``leave_out``."""
     subprocess.run(
-        [sys.executable, "-m", "django", "startproject", "mysite", str(directory)],
+        [python, "-m", "django", "startproject", "mysite", str(directory)],
         check=True,
         capture_output=True,
     )
     files: dict[str, list[str]] = defaultdict(list)
     for block in BLOCKS:
-        if block.page == DJANGO and block.language == "python" and runs(block):
+        if block.heading in leave_out:
+            continue
+        if block.page != page or block.language != "python" or not runs(block):
+            continue
+        if page == DJANGO or block.heading == "Django":
             path = project_file(block)
             assert path is not None, f"{block.where}: a Django block names its file"
             files[path].append(block.code)
-    assert {"mysite/wsgi.py", "mysite/asgi.py", "mysite/urls.py", "mysite/views.py"} <= set(files)
+    assert {"mysite/wsgi.py", "mysite/urls.py", "mysite/views.py"} <= set(files)
+    if page == DJANGO:
+        assert "mysite/asgi.py" in files
     for path, code in files.items():
         (directory / path).write_text("\n\n\n".join(code) + "\n", encoding="utf-8")
 
@@ -636,25 +656,61 @@ def test_quick_start_behind_a_server(page: str, tmp_path: Path) -> None:
         assert any(line.output.startswith("{") for line in lines), page
         assert any(line.output.startswith("400 ") for line in lines), page
     assert lines, page
+    starts = write_quick_start(page, tmp_path)
+    answers_as_shown(page, starts, tmp_path, env={"PYTHONPATH": str(tmp_path)})
+
+
+def write_quick_start(
+    page: str,
+    directory: Path,
+    python: str = sys.executable,
+    leave_out: frozenset[str] = frozenset(),
+) -> list[list[str]]:
+    """Write ``page``'s quick start into ``directory``; the commands that start it."""
     if page == DJANGO:
-        django_project(tmp_path)
+        django_project(directory, python, leave_out)
         starts = start_commands(page)
     elif page in FRAMEWORKS:
-        (tmp_path / "app.py").write_text(quick_start(page), encoding="utf-8")
+        (directory / "app.py").write_text(quick_start(page), encoding="utf-8")
         starts = start_commands(page)
     else:
-        readme_starlette(tmp_path)
+        readme_starlette(directory)
         starts = [["uvicorn", "app:app"]]
     assert starts, f"{page} shows how to start its quick start"
+    return starts
+
+
+def answers_as_shown(
+    page: str,
+    starts: list[list[str]],
+    directory: Path,
+    python: str = sys.executable,
+    env: dict[str, str] | None = None,
+) -> None:
+    """Under each of ``starts``, every ``curl`` line of ``page`` gets the answer shown."""
     for words in starts:
         port = free_port()
-        env = {"PYTHONPATH": str(tmp_path)}
-        with running(server_argv(words, port), port, cwd=tmp_path, env=env) as server:
-            for line in lines:
+        with running(server_argv(words, port, python), port, cwd=directory, env=env) as server:
+            for line in curl_lines(page):
                 try:
                     check_curl(port, line)
                 except AssertionError as error:
                     raise AssertionError(f"{' '.join(words)}: {server.output()}") from error
+
+
+@pytest.mark.servers
+def test_readme_django_project_behind_a_server(tmp_path: Path) -> None:
+    """The README's Django files, each the file it names, in a new project
+    under gunicorn: the README's ``curl`` lines get the answers it shows
+    (its JSON as Django spells it)."""
+    django_project(tmp_path, page="README.md")
+    port = free_port()
+    with running(server_argv(["gunicorn", "mysite.wsgi"], port), port, cwd=tmp_path) as server:
+        for line in curl_lines("README.md"):
+            try:
+                check_curl(port, line, as_json=True)
+            except AssertionError as error:
+                raise AssertionError(server.output()) from error
 
 
 #: Files the ``$ urlguard`` lines of a page read, where the page does not show them.
@@ -687,3 +743,101 @@ def test_command_lines_print_what_the_page_shows(
         out, err = capsys.readouterr()
         assert err == "", line.where
         assert out == line.output + "\n", line.where
+
+
+# --- quick starts from fresh virtualenvs ---------------------------------------------------
+#
+# The quick starts above run in the suite's own environment, which has every
+# extra. A reader's has only what the page's install line installs: each
+# quick start is served again from a virtualenv made with that line alone, run
+# as the page shows it in a copy of the source tree (a clone). Slow (a build
+# of urlguard and its framework's packages per line), so marked ``install``:
+# ``tox -e install`` runs them.
+
+#: The heading of each served page's install line (the first ``pip install``
+#: under it; ``None``: above the page's first section), and the sections whose
+#: code needs more than that line installs (each says which extra it needs),
+#: left out of the served project.
+INSTALL_HEADING: dict[str, str | None] = {
+    "README.md": "Install",
+    **dict.fromkeys([*FRAMEWORKS, DJANGO]),
+}
+NEEDS_MORE = frozenset({"Metrics"})
+
+
+def install_line(page: str) -> list[str]:
+    """The page's first ``pip install`` command under its install heading."""
+    heading = INSTALL_HEADING[page]
+    for block in BLOCKS:
+        above = block.heading == heading if heading is not None else block.level <= 1
+        if block.page == page and block.language == "sh" and above:
+            for words in commands(block.code):
+                if words[:2] == ["pip", "install"]:
+                    return words
+    raise AssertionError(f"{page}: no pip install line under {heading!r}")
+
+
+def _venv_with(words: list[str], at: Path) -> str:
+    """A fresh virtualenv at ``at``, with ``words`` (``pip install ...``) run by
+    its own pip from a copy of the source tree."""
+    from test_install import NOT_SOURCE, _env
+
+    tree = at / "clone"
+    shutil.copytree(ROOT, tree, ignore=NOT_SOURCE)
+    venv.create(at / "venv", with_pip=True)
+    python = str(at / "venv" / "bin" / "python")
+    done = subprocess.run(
+        [python, "-m", *words],
+        cwd=tree,
+        env=_env(PIP_DISABLE_PIP_VERSION_CHECK="1"),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, f"{' '.join(words)}:\n{(done.stdout + done.stderr)[-4000:]}"
+    return python
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, ...], str]:
+    """install line -> the python of a virtualenv made with it alone; two
+    installs at a time (a page's line is often another's)."""
+    lines = {tuple(install_line(page)) for page in INSTALL_HEADING}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        pythons = {
+            line: pool.submit(_venv_with, list(line), tmp_path_factory.mktemp("venv"))
+            for line in sorted(lines)
+        }
+        return {line: future.result() for line, future in pythons.items()}
+
+
+@pytest.mark.install
+@pytest.mark.servers
+@pytest.mark.parametrize("page", [pytest.param(page, id=page) for page in INSTALL_HEADING])
+def test_quick_start_runs_with_what_its_page_installs(
+    page: str, tmp_path: Path, installed: dict[tuple[str, ...], str]
+) -> None:
+    words = install_line(page)
+    # From a clone, with an extra: what the page tells a reader to run.
+    assert words[2:], words
+    assert all(re.fullmatch(r"\.\[[\w,]+\]", spec) for spec in words[2:]), words
+    python = installed[tuple(words)]
+    starts = write_quick_start(page, tmp_path, python, leave_out=NEEDS_MORE)
+    answers_as_shown(page, starts, tmp_path, python)
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    """CI runs the README's test command as the README gives it, and nothing
+    else: a green CI means the newcomer's command passes."""
+    [set_up] = [
+        b
+        for b in BLOCKS
+        if b.page == "README.md" and b.language == "sh" and b.heading.startswith("Set-up")
+    ]
+    test_command = set_up.code.splitlines()[1]
+    assert "tox" in test_command
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    run = [line for line in script if line.strip() and not line.lstrip().startswith("#")]
+    assert run[-1] == test_command
+    assert not any("pytest" in line or "tox" in line for line in run[:-1]), run

@@ -18,6 +18,11 @@ compiled parser logs one warning (logger ``urlguard``); the second does not,
 and neither does a process that chose the pure parser
 (``URLGUARD_NO_EXTENSIONS=1``).
 
+The README's test command promises CPython 3.11, 3.12 and 3.13: tox, with
+this project's ``toxfile.py``, runs each of them (under pyenv too, whichever
+is active), and fails by name a Python it cannot find (tox is among the
+``install`` environment's dependencies).
+
 The builds fetch only their build requirements (setuptools, Cython), and
 each fresh virtualenv urlguard's one runtime dependency (idna, as
 pyproject.toml names it), from the package index or pip's cache; urlguard
@@ -309,3 +314,56 @@ def test_require_extensions_makes_the_fallback_an_error(built_tree: Path, tmp_pa
     assert done.returncode != 0, (done.stdout + done.stderr)[-4000:]
     assert FALLBACK not in done.stdout + done.stderr
     assert not list(out.glob("*.whl"))
+
+
+# --- the test command finds every promised Python -------------------------------------------
+
+#: The CPythons the README's test command promises, as tox's environments name them.
+PROMISED = {"py311": "3.11", "py312": "3.12", "py313": "3.13"}
+
+
+def _tox_project(at: Path, env_list: str, extra: str = "") -> Path:
+    """A project of this one's tox settings (its ``[tox]`` table and its
+    ``toxfile.py``) whose environments only print their Python's version."""
+    at.mkdir()
+    shutil.copy(ROOT / "toxfile.py", at / "toxfile.py")
+    (at / "tox.ini").write_text(
+        f"[tox]\nenv_list = {env_list}\nskip_missing_interpreters = false\n\n"
+        "[testenv]\nskip_install = true\n"
+        "commands = python -c \"import sys; print('version', *sys.version_info[:2])\"\n"
+        f"{extra}",
+        encoding="utf-8",
+    )
+    return at
+
+
+def test_tox_settings_refuse_a_missing_python() -> None:
+    """The project's tox.ini fails, rather than skips, a Python it cannot find."""
+    ini = (ROOT / "tox.ini").read_text(encoding="utf-8")
+    assert re.search(r"^skip_missing_interpreters = false$", ini, re.MULTILINE)
+    env_list = re.search(r"^env_list = (.*)$", ini, re.MULTILINE)
+    assert env_list is not None
+    assert set(PROMISED) <= {name.strip() for name in env_list[1].split(",")}
+
+
+def test_tox_runs_every_promised_python(tmp_path: Path) -> None:
+    """Under pyenv too, whichever version is active: each promised Python
+    runs its own environment."""
+    project = _tox_project(tmp_path / "project", ", ".join(PROMISED))
+    out = _run([sys.executable, "-m", "tox"], _env(), project)
+    for name, version in PROMISED.items():
+        major, minor = version.split(".")
+        assert re.search(rf"^version {major} {minor}$", out, re.MULTILINE), out[-4000:]
+        assert re.search(rf"^  {name}: OK", out, re.MULTILINE), out[-4000:]
+
+
+def test_tox_fails_naming_a_python_it_cannot_find(tmp_path: Path) -> None:
+    project = _tox_project(
+        tmp_path / "project", "py311, missing", "\n[testenv:missing]\nbase_python = python3.99\n"
+    )
+    done = _attempt([sys.executable, "-m", "tox"], _env(), project)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out[-4000:]
+    assert re.search(r"^  missing: FAIL", out, re.MULTILINE), out[-4000:]
+    assert "could not find python interpreter" in out
+    assert re.search(r"^  py311: OK", out, re.MULTILINE), out[-4000:]

@@ -11,9 +11,13 @@ request is decided.
 from __future__ import annotations
 
 import asyncio
+import io
+import sys
+import types
 import urllib.request
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any, NamedTuple
+from urllib.parse import unquote_to_bytes
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
@@ -118,6 +122,12 @@ def _wsgi_status(app: Guarded, sent: Sent) -> int:
         "HTTP_HOST": sent.host.decode("ascii"),
         "wsgi.url_scheme": "http",
     }
+    assert isinstance(app, wsgi.StrictURLMiddleware)
+    return _wsgi_call(app, environ)
+
+
+def _wsgi_call(app: Any, environ: dict[str, Any]) -> int:
+    """The status ``app`` answers ``environ`` with, its body read and closed."""
     statuses: list[str] = []
 
     def start_response(
@@ -126,8 +136,11 @@ def _wsgi_status(app: Guarded, sent: Sent) -> int:
         statuses.append(status)
         return _write
 
-    assert isinstance(app, wsgi.StrictURLMiddleware)
-    b"".join(app(environ, start_response))
+    body = app(environ, start_response)
+    try:
+        b"".join(body)
+    finally:
+        getattr(body, "close", lambda: None)()
     return int(statuses[0].split()[0])
 
 
@@ -360,3 +373,309 @@ def test_registering_reads_no_counts(parser: Parser) -> None:
         ("urlguard_violations", []),
         ("urlguard_requests", []),
     ]
+
+
+# --- The applications the framework pages set up ------------------------------------------
+#
+# Starlette and FastAPI make the middleware themselves (``add_middleware``,
+# ``middleware=[...]``) and keep no name for it: ``instrument`` and
+# ``GuardCollector`` take the application and find the middleware in the stack
+# the framework builds. Flask is given the application too; Django's handler is
+# wrapped in its ``wsgi.py``, so the middleware is at hand there.
+
+LOCAL = b"localhost"
+FRAMEWORK_ROUTES: dict[str, Any] = {"/echo/api": {"path_params": "reject"}}
+FRAMEWORK_REQUESTS = (
+    Sent(b"/echo/api/x;v=1", LOCAL, rejected=True),  # raw-char under /echo/api
+    Sent(b"/echo/%zz", LOCAL, rejected=True),  # malformed-escape, under no route
+    Sent(b"/echo/a?q=%FF", LOCAL, rejected=True),  # invalid-utf8 in the query
+    Sent(b"/echo/a/b", LOCAL, rejected=False),
+)
+FRAMEWORK_VIOLATIONS = {
+    ("raw-char", "path", "/echo/api"): 1,
+    ("malformed-escape", "path", "/"): 1,
+    ("invalid-utf8", "query", "/"): 1,
+}
+
+
+def _scope(sent: Sent) -> dict[str, Any]:
+    """An HTTP/1.1 scope as uvicorn makes it: ``path`` percent-decoded."""
+    path, _, query = sent.target.partition(b"?")
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 50000),
+        "path": unquote_to_bytes(path).decode("utf-8", "replace"),
+        "raw_path": path,
+        "query_string": query,
+        "root_path": "",
+        "headers": [(b"host", sent.host)],
+    }
+
+
+def _environ(sent: Sent) -> dict[str, Any]:
+    """A WSGI environ as gunicorn makes it: ``PATH_INFO`` decoded as latin-1 (PEP 3333)."""
+    path, _, query = sent.target.partition(b"?")
+    return {
+        "REQUEST_METHOD": "GET",
+        "SCRIPT_NAME": "",
+        "PATH_INFO": unquote_to_bytes(path).decode("latin-1"),
+        "QUERY_STRING": query.decode("ascii"),
+        "RAW_URI": sent.target.decode("ascii"),
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "HTTP_HOST": sent.host.decode("ascii"),
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(),
+        "wsgi.errors": io.StringIO(),
+        "wsgi.multithread": False,
+        "wsgi.multiprocess": False,
+        "wsgi.run_once": False,
+        "wsgi.version": (1, 0),
+    }
+
+
+def _serve_asgi(app: Any, sent: Sent) -> int:
+    messages: list[MutableMapping[str, Any]] = []
+
+    received: list[bool] = []
+
+    async def receive() -> MutableMapping[str, Any]:
+        if not received:
+            received.append(True)
+            return {"type": "http.request", "body": b"", "more_body": False}
+        # The client stays connected: a framework that listens for a disconnect
+        # (Django) waits here until it cancels its listener.
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        messages.append(message)
+
+    asyncio.run(app(_scope(sent), receive, send))
+    status: int = messages[0]["status"]
+    return status
+
+
+def _serve_wsgi(app: Any, sent: Sent) -> int:
+    return _wsgi_call(app, _environ(sent))
+
+
+class SetUp(NamedTuple):
+    """An application guarded as a framework page does it, what is handed to
+    the metrics integrations, and how a request reaches it."""
+
+    app: Any
+    counted: object
+    serve: Callable[[Any, Sent], int]
+
+
+def starlette_add_middleware(mode: str, parser: Parser) -> SetUp:
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    async def echo(request: Any) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    app = Starlette(routes=[Route("/echo/{rest:path}", echo)])
+    app.add_middleware(asgi.StrictURLMiddleware, mode=mode, routes=FRAMEWORK_ROUTES, parser=parser)
+    return SetUp(app, app, _serve_asgi)
+
+
+def starlette_middleware_list(mode: str, parser: Parser) -> SetUp:
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    async def echo(request: Any) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    guard = Middleware(asgi.StrictURLMiddleware, mode=mode, routes=FRAMEWORK_ROUTES, parser=parser)
+    app = Starlette(routes=[Route("/echo/{rest:path}", echo)], middleware=[guard])
+    return SetUp(app, app, _serve_asgi)
+
+
+def fastapi_add_middleware(mode: str, parser: Parser) -> SetUp:
+    from fastapi import FastAPI
+    from starlette.middleware.gzip import GZipMiddleware
+
+    app = FastAPI()
+
+    @app.get("/echo/{rest:path}")
+    async def echo(rest: str) -> str:
+        return "ok"
+
+    app.add_middleware(asgi.StrictURLMiddleware, mode=mode, routes=FRAMEWORK_ROUTES, parser=parser)
+    # Added last, so outermost: the guard is found behind it.
+    app.add_middleware(GZipMiddleware)
+    return SetUp(app, app, _serve_asgi)
+
+
+def flask_wsgi_app(mode: str, parser: Parser) -> SetUp:
+    from flask import Flask
+
+    app = Flask(__name__)
+
+    @app.get("/echo/<path:rest>")
+    def echo(rest: str) -> str:
+        return "ok"
+
+    app.wsgi_app = wsgi.StrictURLMiddleware(  # type: ignore[method-assign]
+        app.wsgi_app, mode=mode, routes=FRAMEWORK_ROUTES, parser=parser
+    )
+    return SetUp(app, app, _serve_wsgi)
+
+
+def django_wsgi_py(mode: str, parser: Parser) -> SetUp:
+    from django.core.wsgi import get_wsgi_application
+
+    application = wsgi.StrictURLMiddleware(
+        get_wsgi_application(), mode=mode, routes=FRAMEWORK_ROUTES, parser=parser
+    )
+    return SetUp(application, application, _serve_wsgi)
+
+
+def django_asgi_py(mode: str, parser: Parser) -> SetUp:
+    from django.core.asgi import get_asgi_application
+
+    application = asgi.StrictURLMiddleware(
+        get_asgi_application(), mode=mode, routes=FRAMEWORK_ROUTES, parser=parser
+    )
+    return SetUp(application, application, _serve_asgi)
+
+
+SET_UPS = pytest.mark.parametrize(
+    "set_up",
+    [
+        pytest.param(starlette_add_middleware, id="Starlette app.add_middleware"),
+        pytest.param(starlette_middleware_list, id="Starlette middleware=[...]"),
+        pytest.param(fastapi_add_middleware, id="FastAPI app.add_middleware, GZip outside"),
+        pytest.param(flask_wsgi_app, id="Flask app.wsgi_app"),
+        pytest.param(django_wsgi_py, id="Django wsgi.py"),
+        pytest.param(django_asgi_py, id="Django asgi.py"),
+    ],
+)
+
+
+@pytest.fixture
+def django_project() -> Iterator[None]:
+    """Django configured with a catch-all view, as a project's settings do."""
+    import django
+    from django.conf import settings
+    from django.http import HttpResponse
+    from django.test.utils import override_settings
+    from django.urls import re_path
+
+    def echo(request: Any, rest: str) -> HttpResponse:
+        return HttpResponse("ok")
+
+    module = types.ModuleType("urlguard_test_metrics_urls")
+    module.urlpatterns = [re_path(r"^echo/(?P<rest>.*)$", echo)]  # type: ignore[attr-defined]
+    sys.modules[module.__name__] = module
+    if not settings.configured:
+        settings.configure(SECRET_KEY="urlguard-tests-" + "x" * 40, INSTALLED_APPS=[], USE_TZ=True)
+        django.setup()
+    with override_settings(
+        ROOT_URLCONF=module.__name__, ALLOWED_HOSTS=["localhost"], MIDDLEWARE=[], DEBUG=False
+    ):
+        yield
+    del sys.modules[module.__name__]
+
+
+def _prometheus_samples(
+    registry: CollectorRegistry,
+) -> dict[str, dict[tuple[tuple[str, str], ...], int]]:
+    samples: dict[str, dict[tuple[tuple[str, str], ...], int]] = {}
+    for family in registry.collect():
+        for sample in family.samples:
+            if sample.name.startswith("urlguard_") and sample.name.endswith("_total"):
+                values = samples.setdefault(sample.name, {})
+                values[tuple(sorted(sample.labels.items()))] = int(sample.value)
+    return samples
+
+
+@SET_UPS
+@MODES
+@pytest.mark.usefixtures("django_project")
+def test_the_framework_set_ups_are_counted(
+    parser: Parser, set_up: Callable[[str, Parser], SetUp], mode: str
+) -> None:
+    """The application as a framework page guards it is what both integrations
+    are given, and each request is counted once, each violation once."""
+    app, counted, serve = set_up(mode, parser)
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    instrument(counted, meter_provider=provider)
+    registry = CollectorRegistry()
+    registry.register(GuardCollector(counted))
+
+    for rounds in (1, 2):
+        statuses = [serve(app, sent) for sent in FRAMEWORK_REQUESTS]
+        assert statuses == [
+            400 if sent.rejected and mode == "enforce" else 200 for sent in FRAMEWORK_REQUESTS
+        ]
+        violations = {
+            (("component", component), ("mode", mode), ("route", route), ("rule", rule)): n * rounds
+            for (rule, component, route), n in FRAMEWORK_VIOLATIONS.items()
+        }
+        requests = {(("mode", mode),): len(FRAMEWORK_REQUESTS) * rounds}
+        assert _otel_points(reader.get_metrics_data()) == {
+            "urlguard.violations": violations,
+            "urlguard.requests": requests,
+        }
+        assert _prometheus_samples(registry) == {
+            "urlguard_violations_total": violations,
+            "urlguard_requests_total": requests,
+        }
+    provider.shutdown()
+
+
+def test_a_starlette_stack_is_read_once_built(parser: Parser) -> None:
+    """Starlette builds its middlewares when the application first runs (its
+    lifespan start under a server): until then there is nothing to count and
+    no series; from then on, every request."""
+    set_up = starlette_add_middleware("enforce", parser)
+    registry = CollectorRegistry()
+    registry.register(GuardCollector(set_up.counted))
+    assert _prometheus_samples(registry) == {}
+    assert set_up.serve(set_up.app, FRAMEWORK_REQUESTS[-1]) == 200
+    assert _prometheus_samples(registry) == {"urlguard_requests_total": {(("mode", "enforce"),): 1}}
+
+
+def test_an_application_without_the_middleware_is_refused_at_set_up() -> None:
+    from flask import Flask
+    from starlette.applications import Starlette
+
+    with pytest.raises(
+        TypeError, match=r"Starlette has no StrictURLMiddleware: app\.add_middleware"
+    ):
+        instrument(Starlette())
+    with pytest.raises(TypeError, match=r"Flask\.wsgi_app is not wrapped"):
+        GuardCollector(Flask(__name__))
+
+
+class Opaque:
+    """A pure ASGI middleware that keeps its inner application under a name
+    of its own: the guard behind it cannot be found."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.inner(scope, receive, send)
+
+
+def test_a_guard_hidden_behind_another_middleware_fails_the_collection(parser: Parser) -> None:
+    set_up = starlette_add_middleware("enforce", parser)
+    set_up.app.add_middleware(Opaque)
+    collector = GuardCollector(set_up.counted)
+    assert set_up.serve(set_up.app, FRAMEWORK_REQUESTS[-1]) == 200
+    with pytest.raises(RuntimeError, match="found 0 of the 1 StrictURLMiddleware"):
+        list(collector.collect())

@@ -36,6 +36,7 @@ import json
 import os
 import re
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Final
 
@@ -80,6 +81,12 @@ _EXAMPLE_WIDTH: Final = 120
 _SUMMARY_REFUSED: Final = 5
 #: Seconds before a progress bar appears: short runs never show one.
 _PROGRESS_DELAY: Final = 0.5
+#: Said once, on a terminal, by an audit that runs past that delay without
+#: tqdm: where the progress display would have been.
+_NO_PROGRESS: Final = (
+    "urlguard audit: no progress display: it needs tqdm, which the cli extra "
+    "installs (from a clone of urlguard: pip install '.[cli]')"
+)
 
 _POLICY_HELP: Final = (
     "strict (the default policy) or browser (also accepts, raw, what browsers send). "
@@ -656,9 +663,9 @@ def _progress_factory() -> ProgressFactory | None:
     """A tqdm counter per file on a terminal: lines read and lines per
     second (a log's lines are not known ahead, so there is no bar to fill).
     Its last state is left on the screen, one line per file, and the report
-    follows it. Nothing when stderr is not a terminal or when tqdm (the
-    ``urlguard[cli]`` extra) is not installed; a run shorter than
-    ``_PROGRESS_DELAY`` shows nothing."""
+    follows it. Nothing when stderr is not a terminal. Without tqdm (the
+    ``cli`` extra), one line that says how to get the display, once per run.
+    A run shorter than ``_PROGRESS_DELAY`` shows neither."""
     try:
         if not sys.stderr.isatty():
             return None
@@ -667,7 +674,8 @@ def _progress_factory() -> ProgressFactory | None:
     try:
         from tqdm import tqdm
     except ImportError:
-        return None
+        hint = _ProgressHint()
+        return lambda name: hint
 
     def bar(name: str) -> Progress:
         made: Progress = tqdm(
@@ -683,6 +691,23 @@ def _progress_factory() -> ProgressFactory | None:
         return made
 
     return bar
+
+
+class _ProgressHint:
+    """Where the progress display would be without tqdm: the first update past
+    ``_PROGRESS_DELAY`` (from the first file on) says once how to get it."""
+
+    def __init__(self) -> None:
+        self._start = time.monotonic()
+        self._said = False
+
+    def update(self, n: int) -> None:
+        if not self._said and time.monotonic() - self._start >= _PROGRESS_DELAY:
+            self._said = True
+            print(_NO_PROGRESS, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        pass
 
 
 # --- encode, clean, pretty ------------------------------------------------------------

@@ -1,6 +1,6 @@
 """OpenTelemetry metrics for the middlewares: violations and requests checked.
 
-Needs ``opentelemetry-api`` (``pip install "urlguard[otel]"``); the
+Needs ``opentelemetry-api`` (from a clone: ``pip install '.[otel]'``); the
 application's OpenTelemetry SDK and exporter (OTLP, Prometheus, ...) do the
 rest, as for every other instrument it has::
 
@@ -8,6 +8,13 @@ rest, as for every other instrument it has::
     from urlguard.integrations.opentelemetry import instrument
 
     app = StrictURLMiddleware(app, mode="report", routes={"/files/": {"encoded_slash": "keep"}})
+    instrument(app)
+
+or, where the framework makes the middleware, with the framework's
+application (Starlette, FastAPI: found in the stack they build; Flask: in
+``app.wsgi_app``)::
+
+    app.add_middleware(StrictURLMiddleware, mode="report")
     instrument(app)
 
 Two asynchronous (observable) counters, read when the SDK collects:
@@ -42,25 +49,29 @@ from . import _counts
 __all__ = ["instrument"]
 
 
-def instrument(*middlewares: object, meter_provider: MeterProvider | None = None) -> None:
-    """Report the violations and requests checked of ``middlewares`` (the
-    ``StrictURLMiddleware`` instances, ASGI or WSGI) through the meter
-    ``"urlguard"`` of ``meter_provider`` (default: the global one).
+def instrument(*apps: object, meter_provider: MeterProvider | None = None) -> None:
+    """Report the violations and requests checked of ``apps`` through the
+    meter ``"urlguard"`` of ``meter_provider`` (default: the global one).
 
-    Call it once per meter provider, with every middleware of the process:
-    the counts of several middlewares in the same mode are added up.
+    Each of ``apps`` is a ``StrictURLMiddleware`` (ASGI or WSGI), or the
+    application it guards: a Starlette or FastAPI application that added it
+    (``app.add_middleware(StrictURLMiddleware)``), a Flask application whose
+    ``wsgi_app`` it wraps. Anything else raises ``TypeError`` here.
+
+    Call it once per meter provider, with every guarded application of the
+    process: the counts of several middlewares in the same mode are added up.
     """
-    guards = _counts.guards_of("urlguard.integrations.opentelemetry.instrument", middlewares)
+    guards = _counts.guards_of("urlguard.integrations.opentelemetry.instrument", apps)
 
     def observe_violations(options: CallbackOptions) -> Iterable[Observation]:
         return [
             Observation(count, dict(zip(_counts.VIOLATION_LABELS, labels, strict=True)))
-            for labels, count in _counts.violations(guards).items()
+            for labels, count in _counts.violations(guards()).items()
         ]
 
     def observe_requests(options: CallbackOptions) -> Iterable[Observation]:
         return [
-            Observation(count, {"mode": mode}) for mode, count in _counts.checked(guards).items()
+            Observation(count, {"mode": mode}) for mode, count in _counts.checked(guards()).items()
         ]
 
     meter = get_meter("urlguard", __version__, meter_provider)

@@ -1,13 +1,18 @@
 """A Prometheus collector for the middlewares: violations and requests checked.
 
-Needs ``prometheus-client`` (``pip install "urlguard[prometheus]"``)::
+Needs ``prometheus-client`` (from a clone: ``pip install '.[prometheus]'``)::
 
     from prometheus_client import REGISTRY
     from urlguard.integrations.prometheus import GuardCollector
     from urlguard.wsgi import StrictURLMiddleware
 
     app.wsgi_app = StrictURLMiddleware(app.wsgi_app, mode="report")
-    REGISTRY.register(GuardCollector(app.wsgi_app))
+    REGISTRY.register(GuardCollector(app))
+
+``GuardCollector`` takes what ``urlguard.integrations.opentelemetry.instrument``
+takes: the middlewares, or the applications they guard (a Starlette or
+FastAPI application that called ``app.add_middleware(StrictURLMiddleware)``,
+a Flask application).
 
 Two counters, read at each scrape, with the names and labels that
 ``urlguard.integrations.opentelemetry`` gives through the OpenTelemetry
@@ -41,14 +46,12 @@ __all__ = ["GuardCollector"]
 
 
 class GuardCollector(Collector):
-    """The counts of ``middlewares`` (``StrictURLMiddleware`` instances, ASGI
-    or WSGI), added up where several are in the same mode. Register it once:
-    ``REGISTRY.register(GuardCollector(app))``."""
+    """The counts of ``apps`` (``StrictURLMiddleware`` instances, ASGI or
+    WSGI, or the applications they guard), added up where several are in the
+    same mode. Register it once: ``REGISTRY.register(GuardCollector(app))``."""
 
-    def __init__(self, *middlewares: object) -> None:
-        self._guards = _counts.guards_of(
-            "urlguard.integrations.prometheus.GuardCollector", middlewares
-        )
+    def __init__(self, *apps: object) -> None:
+        self._guards = _counts.guards_of("urlguard.integrations.prometheus.GuardCollector", apps)
 
     def describe(self) -> Iterable[Metric]:
         """The two families, empty: registering never reads the counts."""
@@ -69,8 +72,9 @@ class GuardCollector(Collector):
             labels=("mode",),
         )
         if collect:
-            for labels, count in _counts.violations(self._guards).items():
+            guards = self._guards()
+            for labels, count in _counts.violations(guards).items():
                 violations.add_metric(labels, count)
-            for mode, count in _counts.checked(self._guards).items():
+            for mode, count in _counts.checked(guards).items():
                 requests.add_metric((mode,), count)
         return [violations, requests]
