@@ -26,10 +26,13 @@ policy refuses every ``%2F`` (:data:`DEFAULT_TABLE`).
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any
 
 import pytest
 
+from rawhttp import free_port, request, running
 from urlguard import Policy
 
 P = pytest.param
@@ -128,3 +131,11 @@ def answer_of(status: int, body: dict[str, Any] | None) -> tuple[int, Any]:
     if status == 400 and body is not None:
         return status, body["rule"]
     return status, None
+
+
+def first_answer(argv: list[str], cwd: str | os.PathLike[str]) -> Any:
+    """The JSON answer of a fresh server's very first request, ``/units/kg%2Fs``
+    (``argv`` with ``{port}`` where the port goes; ``running`` only connects)."""
+    port = free_port()
+    with running([arg.format(port=port) for arg in argv], port, cwd=cwd):
+        return json.loads(request(port, b"/units/kg%2Fs").body)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import subprocess
 import sys
 import types
 from collections.abc import Iterator
@@ -37,7 +36,16 @@ from hypothesis import strategies as st
 import rawhttp
 import urlguard.integrations.django as django_segments
 from conftest import Parser
-from segment_table import DEFAULT_TABLE, KEEP, REFUSED, REPRO_ROUTES, ROUND_TRIP, TABLE, answer_of
+from segment_table import (
+    DEFAULT_TABLE,
+    KEEP,
+    REFUSED,
+    REPRO_ROUTES,
+    ROUND_TRIP,
+    TABLE,
+    answer_of,
+    first_answer,
+)
 from urlguard import build_target
 from urlguard.asgi import StrictURLMiddleware as ASGIGuard
 from urlguard.wsgi import StrictURLMiddleware as WSGIGuard
@@ -507,29 +515,13 @@ def test_behind_real_servers(argv: list[str], mount: str) -> None:
 
 JSON = [(b"Accept", b"application/json")]
 
-FIRST_REQUEST = """
-import sys
-sys.path.insert(0, sys.argv[1])
-from rawhttp import free_port, request, running
-port = free_port()
-argv = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1",
-        "--chdir", sys.argv[1], "django_app:application"]
-with running(argv, port):
-    print(request(port, b"/units/kg%2Fs").body.decode())
-"""
-
 
 @pytest.mark.servers
 def test_the_very_first_request_of_a_fresh_server() -> None:
     """The example project as its page shows it (the converter registered in
     the urlconf, which Django loads on the first request): a new process's
     first request holds a %2F, and gets its segment."""
-    done = subprocess.run(
-        [sys.executable, "-c", FIRST_REQUEST, str(ROOT / "example_apps")],
-        cwd=TESTS,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert json.loads(done.stdout) == {"unit": "kg/s"}, done.stderr[-2000:]
+    examples = ROOT / "example_apps"
+    argv = [sys.executable, "-m", "gunicorn", "--bind", "127.0.0.1:{port}", "--workers", "1",
+            "--chdir", str(examples), "django_app:application"]  # fmt: skip
+    assert first_answer(argv, examples) == {"unit": "kg/s"}

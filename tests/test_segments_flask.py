@@ -21,7 +21,6 @@ Its routes, each answering JSON ``{"route": name, **view_args}``:
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,7 +35,16 @@ from werkzeug.test import Client
 
 from rawhttp import free_port, running
 from rawhttp import request as raw_request
-from segment_table import DEFAULT_TABLE, KEEP, REFUSED, REPRO_ROUTES, ROUND_TRIP, TABLE, answer_of
+from segment_table import (
+    DEFAULT_TABLE,
+    KEEP,
+    REFUSED,
+    REPRO_ROUTES,
+    ROUND_TRIP,
+    TABLE,
+    answer_of,
+    first_answer,
+)
 from urlguard.integrations.flask import SegmentConverter
 from urlguard.wsgi import StrictURLMiddleware
 
@@ -290,28 +298,10 @@ def test_segment_routes_behind_servers(
     assert _answer_of(response.status, response.body) == (status, expected)
 
 
-FIRST_REQUEST = """
-import sys
-sys.path.insert(0, sys.argv[1])
-from rawhttp import free_port, request, running
-port = free_port()
-argv = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1",
-        "--chdir", sys.argv[1], "flask_app:app"]
-with running(argv, port):
-    print(request(port, b"/units/kg%2Fs").body.decode())
-"""
-
-
 @pytest.mark.servers
 def test_the_very_first_request_of_a_fresh_server() -> None:
     """The example application as its page shows it: a new process's first
     request holds a %2F, and gets its segment."""
-    done = subprocess.run(
-        [sys.executable, "-c", FIRST_REQUEST, str(APPS)],
-        cwd=HERE,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert json.loads(done.stdout) == {"unit": "kg/s"}, done.stderr[-2000:]
+    argv = [sys.executable, "-m", "gunicorn", "--bind", "127.0.0.1:{port}", "--workers", "1",
+            "--chdir", str(APPS), "flask_app:app"]  # fmt: skip
+    assert first_answer(argv, APPS) == {"unit": "kg/s"}

@@ -9,7 +9,6 @@ The applications are in e2e_apps/segment_routes.py.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -31,7 +30,7 @@ from starlette.routing import Route
 
 from e2e_apps import segment_routes
 from rawhttp import free_port, request, running
-from segment_table import DEFAULT_TABLE, KEEP, REFUSED, ROUND_TRIP, TABLE, answer_of
+from segment_table import DEFAULT_TABLE, KEEP, REFUSED, ROUND_TRIP, TABLE, answer_of, first_answer
 from urlguard import Policy
 from urlguard.asgi import StrictURLMiddleware
 from urlguard.integrations.starlette import SegmentConvertor
@@ -288,30 +287,12 @@ def test_segment_routes_behind_uvicorn(
     assert answer_of(response.status, body) == (status, expected)
 
 
-FIRST_REQUEST = """
-import sys
-sys.path.insert(0, sys.argv[1])
-from rawhttp import free_port, request, running
-port = free_port()
-argv = [sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port),
-        "--log-level", "warning", "--app-dir", sys.argv[1], sys.argv[2]]
-with running(argv, port):
-    print(request(port, b"/units/kg%2Fs").body.decode())
-"""
-
-
 @pytest.mark.servers
 @pytest.mark.parametrize("app", ["starlette_app:app", "fastapi_app:app"])
 def test_the_very_first_request_of_a_fresh_server(app: str) -> None:
     """The example application as its page shows it: a new process's first
     request holds a %2F, and gets its segment."""
     examples = FilePath(__file__).parent.parent / "example_apps"
-    done = subprocess.run(
-        [sys.executable, "-c", FIRST_REQUEST, str(examples), app],
-        cwd=FilePath(__file__).parent,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert json.loads(done.stdout) == {"unit": "kg/s"}, done.stderr[-2000:]
+    argv = [sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", "{port}",
+            "--log-level", "warning", "--app-dir", str(examples), app]  # fmt: skip
+    assert first_answer(argv, examples) == {"unit": "kg/s"}

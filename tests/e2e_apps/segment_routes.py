@@ -3,20 +3,12 @@
     uvicorn --host 127.0.0.1 --port 8000 e2e_apps.segment_routes:starlette_app
     uvicorn --host 127.0.0.1 --port 8000 e2e_apps.segment_routes:fastapi_app
 
-Both have the same routes, each answering JSON ``{"route": name, **path_params}``:
-
-    /units/{unit:segment}                  units
-    /units/{a}/{b}                         pair     (the hard case: never gets kg%2Fs)
-    /repos/{owner:segment}/{name:segment}  repo
-    /files/{name:segment}/{rest:path}      file     (a segment next to a path)
-    /dirs/{name:segment}/                  dir      (a trailing slash)
-    /plain/{x}                             plain    (a plain parameter)
-    /sub/...                               a mounted sub-application: /sub/s/{b:segment}
-    /ws/{room:segment}                     a websocket, sending {"room": ...}
-
-guarded by a policy that keeps encoded slashes everywhere (the shared truth
-table's, tests/segment_table.py), and ``default_app``: the same application
-under the default policy, which refuses every ``%2F``.
+Both have the routes of the shared truth table (tests/segment_table.py),
+each answering JSON ``{"route": name, **path_params}``, a mounted
+sub-application for ``/sub``, and ``/ws/{room:segment}``, a websocket
+sending ``{"room": ...}``; guarded by that table's policies. And
+``default_app``: the same application under the default policy, which
+refuses every ``%2F``.
 """
 
 from __future__ import annotations
