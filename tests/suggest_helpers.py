@@ -10,6 +10,7 @@ clients, networks and times each test says.
 from __future__ import annotations
 
 import datetime
+import random
 import re
 import tomllib
 from collections.abc import Sequence
@@ -301,3 +302,102 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> Ran:
     code = main(list(argv))
     captured = capsys.readouterr()
     return Ran(code, captured.out, captured.err)
+
+
+# --- generated logs: visitors of a site, and campaigns against it -----------------------------
+
+DAY = 24 * HOUR
+#: What the visitors of the generated site need beyond the strict policy,
+#: as the suggestion should write it: project paths with %2F, bracketed
+#: query names, and a <textarea> whose GET form sends CR LF (answered 200).
+VISITORS_ROUTES = {
+    "/api/v1/": {"raw_query_extra": "[]"},
+    "/api/v4/projects/": {"encoded_slash": "keep"},
+    "/support/": {"query_allow_chars": "\n\r"},
+}
+_PAGES = (b"/", b"/about", b"/blog/2024/10/hello", b"/search?q=caf%C3%A9+cr%C3%A8me", b"/docs/")
+_PROJECTS = (b"gitlab-org%2Fgitlab", b"inkscape%2Finkscape", b"fdroid%2Ffdroidclient")
+
+
+def _visitor_target(rng: random.Random) -> tuple[bytes, int]:
+    """One request of a visitor, and the site's answer."""
+    roll = rng.random()
+    if roll < 0.06:
+        project = rng.choice(_PROJECTS)
+        return b"/api/v4/projects/%s/issues?page=%d" % (project, rng.randrange(1, 9)), 200
+    if roll < 0.09:
+        return b"/api/v1/articles?filter[author]=a%d&page[size]=20" % rng.randrange(99), 200
+    if roll < 0.092:
+        return b"/support/ticket?subject=Hi&body=Hello%2C%0D%0Ait+fails.%0D%0AThanks", 200
+    if roll < 0.12:
+        return b"/missing/%d" % rng.randrange(999), 404
+    return rng.choice(_PAGES), rng.choice((200, 200, 200, 304))
+
+
+def visitors_log(days: int, lines: int, visitors: int, seed: int = 36) -> list[bytes]:
+    """``lines`` requests over ``days`` days from ``visitors`` addresses,
+    each in a network drawn from thousands, in time order."""
+    rng = random.Random(seed)
+    addresses = [
+        b"%d.%d.%d.%d"
+        % (
+            rng.choice((24, 31, 77, 81, 88, 92, 151, 176)),
+            rng.randrange(256),
+            rng.randrange(256),
+            rng.randrange(1, 255),
+        )
+        for _ in range(visitors)
+    ]
+    found = []
+    for n in range(lines):
+        when = START + n * days * DAY / lines
+        target, status = _visitor_target(rng)
+        found.append(combined(target, status, rng.choice(addresses), when))
+    return found
+
+
+#: The payloads of a campaign: what a careless application answers 200 or
+#: 302, each with the status it got.
+PAYLOADS: dict[str, list[tuple[bytes, int]]] = {
+    "CR LF through a redirect": [
+        (b"/r?next=%0D%0ASet-Cookie:%20sid=evil", 302),
+        (b"/redirect?next=%0D%0ASet-Cookie:%20sid=evil", 302),
+    ],
+    "CR LF answered 200": [(b"/r?next=%0D%0ASet-Cookie:%20sid=evil", 200)],
+    "an empty segment in a route key": [(b"/assets//etc/passwd", 200)],
+    "double encoding of markup": [
+        (b"/view2/%253Cimg%2520src%253Dx%2520onerror%253Dalert(1)%253E", 200)
+    ],
+    "raw < > in a query": [(b"/search?q=<script>alert(1)</script>", 200)],
+    "too many query pairs": [(b"/q?" + b"&".join(b"a%d=1" % n for n in range(1500)), 200)],
+    "too long": [(b"/q?x=" + b"A" * 10_887, 200)],
+    "encoded backslash": [(b"/dl/..%5C..%5Cwin.ini", 200), (b"/dl/a%5Cb", 200)],
+    "encoded slash": [(b"/files/a%2Fb", 200), (b"/files/etc%2Fpasswd", 200)],
+    "raw [ ] under several first segments": [
+        (b"/%s/x?t[]=1" % place, 200) for place in (b"a", b"b", b"c", b"d", b"e", b"f")
+    ],
+}
+
+
+class Campaign(NamedTuple):
+    """A campaign: ``addresses`` clients in ``networks`` /24s taking turns,
+    each payload sent ``requests`` times over ``hours`` from ``start``."""
+
+    addresses: int
+    networks: int
+    requests: int
+    hours: float
+    start: float = START + 10 * HOUR
+
+
+def campaign_log(campaign: Campaign, payloads: Sequence[tuple[bytes, int]]) -> list[bytes]:
+    clients = [
+        b"203.0.%d.%d" % (113 + k % campaign.networks, 10 + k) for k in range(campaign.addresses)
+    ]
+    found = []
+    for p, (target, status) in enumerate(payloads):
+        step = campaign.hours * HOUR / max(campaign.requests - 1, 1)
+        for i in range(campaign.requests):
+            client = clients[(p + i) % len(clients)]
+            found.append(combined(target, status, client, campaign.start + i * step))
+    return found

@@ -59,9 +59,12 @@ EXAMPLE_BYTES: Final = 100
 # (_config.check_prefix); a raw path may hold other bytes under a policy
 # that accepts them raw, and a prefix is then cut before them.
 _BAD_PREFIX_BYTE: Final = re.compile(rb"[^!-~]|[?#]")
-# The requests of clients past COUNTED, counted together. A logged address
-# never holds a control byte (servers escape them).
+# The requests of the clients of a network past PER_NETWORK, and of the
+# networks past COUNTED, counted together. A logged address never holds a
+# control byte (servers escape them).
 _UNLISTED: Final = b"\x01"
+#: Clients listed one by one per network: what scanners are told apart by.
+PER_NETWORK: Final = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +73,8 @@ class Evidence:
     it, those that count (``requests``:
     answered 2xx or 304, not those of targets answered 4xx/5xx too,
     ``contested``, nor those of scanners, ``discounted``), distinct
-    ``targets``, ``clients`` and ``networks`` (up to :data:`COUNTED`), the
+    ``targets`` and ``networks`` (up to :data:`COUNTED`) and ``clients``
+    (up to :data:`PER_NETWORK` per network), the
     calendar ``days`` they fall on, the ``first`` and ``last`` time seen, the
     most requested target escaped; the requests answered with a redirect
     (``redirected``, no evidence); and the requests under it answered
@@ -134,7 +138,6 @@ class Tally:
 
     __slots__ = (
         "against",
-        "clients",
         "contested",
         "failed",
         "first",
@@ -142,6 +145,7 @@ class Tally:
         "last",
         "least",
         "needs",
+        "networks",
         "redirected",
         "rules",
         "served",
@@ -154,8 +158,11 @@ class Tally:
         self.contested = 0  # of those, on targets answered 4xx/5xx too
         self.failed = 0  # requests answered 4xx/5xx
         self.against = 0  # of those, on targets answered 2xx/3xx too
-        # Evidence per client (client_key), at most COUNTED and _UNLISTED.
-        self.clients: dict[bytes, _Seen] = {}
+        # Evidence per network (network_key, at most COUNTED) and client
+        # (client_key, at most PER_NETWORK), the rest under _UNLISTED. Listing
+        # networks first keeps their count exact up to COUNTED however many
+        # clients one network has, so more evidence never lowers it.
+        self.networks: dict[bytes, dict[bytes, _Seen]] = {}
         self.targets: set[int] = set()  # hashes of served targets, at most COUNTED
         self.first: float | None = None  # of all served requests
         self.last: float | None = None
@@ -189,21 +196,30 @@ class Tally:
             return
         # The requests shared out among the clients (a chunk of the log
         # says who sent a target and how often, not who sent how many).
-        share, extra = divmod(count, len(clients)) if clients else (0, 0)
-        seen = self.clients
-        for n, client in enumerate(clients or (_UNLISTED,)):
-            requests = (share + (n < extra)) if clients else count
-            if client not in seen and len(seen) - (_UNLISTED in seen) >= COUNTED:
-                client = _UNLISTED
-            before = seen.get(client)
-            if before is None:
-                seen[client] = (requests, first, last)
+        if not clients:
+            self._put(_UNLISTED, _UNLISTED, (count, first, last))
+            return
+        share, extra = divmod(count, len(clients))
+        for n, client in enumerate(clients):
+            self._put(network_key(client), client, (share + (n < extra), first, last))
+
+    def _put(self, network: bytes, client: bytes, seen: _Seen) -> None:
+        networks = self.networks
+        clients = networks.get(network)
+        if clients is None:
+            if len(networks) - (_UNLISTED in networks) >= COUNTED:
+                network = client = _UNLISTED
+                clients = networks.setdefault(network, {})
             else:
-                seen[client] = (
-                    before[0] + requests,
-                    _earlier(before[1], first),
-                    _later(before[2], last),
-                )
+                clients = networks[network] = {}
+        if client not in clients and len(clients) - (_UNLISTED in clients) >= PER_NETWORK:
+            client = _UNLISTED
+        before = clients.get(client)
+        clients[client] = (
+            seen
+            if before is None
+            else (before[0] + seen[0], _earlier(before[1], seen[1]), _later(before[2], seen[2]))
+        )
 
     def _example(self, count: int, target: bytes) -> None:
         """Keep the most requested targets, the least bytes first among
@@ -235,16 +251,9 @@ class Tally:
         self.contested += other.contested
         self.failed += other.failed
         self.against += other.against
-        seen = self.clients
-        for client, (requests, first, last) in sorted(other.clients.items()):
-            if client not in seen and len(seen) - (_UNLISTED in seen) >= COUNTED:
-                client = _UNLISTED
-            before = seen.get(client)
-            seen[client] = (
-                (requests, first, last)
-                if before is None
-                else (before[0] + requests, _earlier(before[1], first), _later(before[2], last))
-            )
+        for network, clients in sorted(other.networks.items()):
+            for client, seen in sorted(clients.items()):
+                self._put(network, client, seen)
         self.targets |= set(sorted(other.targets)[: max(0, COUNTED - len(self.targets))])
         self.first = _earlier(self.first, other.first)
         self.last = _later(self.last, other.last)
@@ -254,36 +263,51 @@ class Tally:
             self.needs[atom] = max(self.needs.get(atom, 0), need)
         self.rules |= other.rules
 
-    def count(self, scanners: Collection[bytes]) -> Counted:
-        """The evidence as the thresholds read it, without ``scanners``."""
-        requests = 0
-        networks: set[bytes] = set()
+    def _counted(
+        self, scanners: Collection[bytes]
+    ) -> tuple[int, int, int, set[int], float | None, float | None]:
+        """Requests, clients and networks that count, and their days, first
+        and last time."""
+        requests = listed = networks = 0
         days: set[int] = set()
         first: float | None = None
         last: float | None = None
-        for client, (n, a, b) in self.clients.items():
-            if client in scanners:
-                continue
-            requests += n
-            if client != _UNLISTED:
-                networks.add(network_key(client))
-            for moment in (a, b):
-                if moment is not None:
-                    days.add(day_of(moment))
-            first, last = _earlier(first, a), _later(last, b)
+        for network, clients in self.networks.items():
+            counts = False
+            for client, (n, a, b) in clients.items():
+                if client in scanners:
+                    continue
+                counts = True
+                requests += n
+                listed += client != _UNLISTED
+                for moment in (a, b):
+                    if moment is not None:
+                        days.add(day_of(moment))
+                first, last = _earlier(first, a), _later(last, b)
+            networks += counts and network != _UNLISTED
+        return requests, listed, networks, days, first, last
+
+    def count(self, scanners: Collection[bytes]) -> Counted:
+        """The evidence as the thresholds read it, without ``scanners``."""
+        requests, _, networks, days, first, last = self._counted(scanners)
         span = 0.0 if first is None or last is None else last - first
-        return Counted(max(0, requests - self.contested), len(networks), len(days), span)
+        return Counted(max(0, requests - self.contested), networks, len(days), span)
 
     def evidence(self, scanners: Collection[bytes]) -> Evidence:
         example = self.examples[0][1] if self.examples else b""
         counted = self.count(scanners)
-        listed = [c for c in self.clients if c != _UNLISTED and c not in scanners]
-        discounted = sum(seen[0] for c, seen in self.clients.items() if c in scanners)
+        _, listed, _, _, _, _ = self._counted(scanners)
+        discounted = sum(
+            seen[0]
+            for clients in self.networks.values()
+            for client, seen in clients.items()
+            if client in scanners
+        )
         return Evidence(
             requests=counted.requests,
             served=self.served,
             targets=len(self.targets),
-            clients=len(listed),
+            clients=listed,
             networks=counted.networks,
             days=counted.days,
             first=self.first,
