@@ -1091,3 +1091,25 @@ def test_a_target_that_must_stay_rejected_splits_its_branch_only() -> None:
     assert refusal.scope == (b"/a" * 100 + b"/b/").decode()
     assert refusal.reason.startswith("a target under it, decoded twice")
     assert verdict(blocker, read_back(result.text)) == "double-encoding"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        P(b"", "no line to audit: the input is empty", id="empty"),
+        P(None, "access.log: cannot read: No such file or directory", id="missing"),
+        P(b"\x1f\x8b\x08garbage", "access.log: truncated gzip data", id="broken gzip"),
+        P(b"\n\n", "no line could be read as a request", id="blank lines only"),
+    ],
+)
+def test_an_unreadable_or_empty_log_exits_2_with_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes | None, message: str
+) -> None:
+    log = tmp_path / ("access.log.gz" if content and content[:2] == b"\x1f\x8b" else "access.log")
+    if content is not None:
+        log.write_bytes(content)
+    code, out, err = run(capsys, "audit", "--suggest", str(log))
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1
+    assert err.startswith("urlguard: error: ")
+    assert message.replace("access.log", str(log)) in err

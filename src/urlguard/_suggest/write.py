@@ -515,8 +515,23 @@ def _commented(change: Change, value: object) -> list[str]:
     return [
         f"# {', '.join(change.rules)}{_browser_note(change.key, value)}:",
         *(f"#   {line}" for line in _evidence_lines(change.admits)),
+        *(f"# {line}" for line in _REVIEW.get(change.key, ())),
         line,
     ]
+
+
+# What a reviewer must know of a setting beyond its evidence: it admits more
+# than the log showed.
+_REVIEW: Final[dict[str, tuple[str, ...]]] = {
+    "double_encoding": (
+        "review: admits every double encoding under it, also one the log never showed",
+        "that decodes twice to markup or a separator: nothing here may decode twice.",
+    ),
+    "query_allow_chars": (
+        "review: admits these characters in every query under it; CR or LF there must",
+        "never reach a response header (a redirect's Location) or a log line.",
+    ),
+}
 
 
 def _evidence_lines(e: Evidence) -> list[str]:
