@@ -18,6 +18,7 @@ from .._errors import InvalidTarget
 from .._parser import parse_target
 from .._policy import Policy
 from .._routes import percent_decode
+from .evidence import family_bits
 from .never import (
     LIMIT_BOUNDS,
     NEVER_RAW_IN_PATH,
@@ -58,7 +59,7 @@ class Analysis:
     reason that stop it; ``twice``: its second decoding is dangerous. The
     same for every target of one shape under one policy."""
 
-    __slots__ = ("cause", "needs", "rules", "stop", "twice")
+    __slots__ = ("cause", "families", "needs", "rules", "stop", "twice")
 
     def __init__(
         self,
@@ -71,6 +72,7 @@ class Analysis:
         self.cause = cause
         self.needs = needs or {}
         self.rules = frozenset(rules) if stop is None else frozenset((stop[0],))
+        self.families = family_bits(self.rules)  # what a client sending it breaks
         self.stop = stop
         self.twice = twice
 

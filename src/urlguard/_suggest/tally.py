@@ -23,7 +23,6 @@ from .evidence import (
     StatusClass,
     client_key,
     day_of,
-    family_bits,
     is_redirect,
     is_scanner,
     network_key,
@@ -177,31 +176,37 @@ class Tally:
         self,
         target: bytes,
         count: int,
-        clients: Sequence[bytes],
+        clients: Sequence[tuple[bytes, bytes]],
         first: float | None,
         last: float | None,
         *,
         redirect: bool = False,
     ) -> None:
-        """``count`` requests of ``target`` from ``clients`` (client keys,
-        sorted), answered 2xx/3xx; ``redirect``: a 3xx other than 304."""
+        """``count`` requests of ``target`` from ``clients`` (pairs of
+        network and client key, sorted), answered 2xx/3xx; ``redirect``: a
+        3xx other than 304."""
         self.served += count
         if len(self.targets) < COUNTED:
             self.targets.add(hash(target))
-        self.first = _earlier(self.first, first)
-        self.last = _later(self.last, last)
+        if first is not None and (self.first is None or first < self.first):
+            self.first = first
+        if last is not None and (self.last is None or last > self.last):
+            self.last = last
         self._example(count, target)
         if redirect:
             self.redirected += count
             return
         # The requests shared out among the clients (a chunk of the log
         # says who sent a target and how often, not who sent how many).
-        if not clients:
+        if len(clients) == 1:
+            network, client = clients[0]
+            self._put(network, client, (count, first, last))
+        elif not clients:
             self._put(_UNLISTED, _UNLISTED, (count, first, last))
-            return
-        share, extra = divmod(count, len(clients))
-        for n, client in enumerate(clients):
-            self._put(network_key(client), client, (share + (n < extra), first, last))
+        else:
+            share, extra = divmod(count, len(clients))
+            for n, (network, client) in enumerate(clients):
+                self._put(network, client, (share + (n < extra), first, last))
 
     def _put(self, network: bytes, client: bytes, seen: _Seen) -> None:
         networks = self.networks
@@ -341,7 +346,7 @@ class _Known:
     def __init__(self, prefix: bytes, analysis: Analysis) -> None:
         self.prefix = prefix
         self.analysis = analysis
-        self.families = family_bits(analysis.rules)
+        self.families = analysis.families
         self.served = 0
         self.failed = 0
         # The prefix cut to the depth of its cause's tallies when last looked up.
@@ -389,6 +394,8 @@ class Ledger:
         self._keep_targets = keep_targets
         self._max_prefixes = max_prefixes
         self._known: dict[bytes, _Known] = {}
+        # Each logged client's network and key (bounded): a client sends many.
+        self._who: dict[bytes, tuple[bytes, bytes]] = {}
         # Analyses per shape and policy (see _audit.shape_of), bounded; and
         # whether a policy of the table lets shapes decide (by id: the table
         # keeps its policies alive).
@@ -431,21 +438,37 @@ class Ledger:
             if len(self._known) >= self._keep_targets:
                 self._known.clear()
             known = self._known[target] = self._learn(target, shape)
-        keys = sorted({client_key(client) for client in clients})
-        self._note(keys, known.families)
+        who = self._who
+        pairs = []
+        for client in clients:
+            pair = who.get(client)
+            if pair is None:
+                if len(who) >= MAX_CLIENTS:
+                    who.clear()
+                key = client_key(client)
+                pair = who[client] = (network_key(key), key)
+            pairs.append(pair)
+        if len(pairs) > 1:
+            pairs = sorted(set(pairs))
+            self._note(pairs, known.families)
+        elif pairs:
+            key = pairs[0][1]
+            bits = self.families.get(key)
+            if bits is None or bits | known.families != bits:
+                self._note(pairs, known.families)
         analysis = known.analysis
         if analysis.stop is not None:
             if kind == "served":
                 stopped = self.stopped.get(analysis.stop)
                 if stopped is None:
                     stopped = self.stopped[analysis.stop] = Tally()
-                stopped.add_served(target, count, keys, first, last)
+                stopped.add_served(target, count, pairs, first, last)
             else:
                 self.failed_stopped[analysis.stop[0]] += count
             return
         tally = self._tally(known)
         if kind == "served":
-            tally.add_served(target, count, keys, first, last, redirect=is_redirect(status))
+            tally.add_served(target, count, pairs, first, last, redirect=is_redirect(status))
             if known.failed:
                 # A target answered 4xx/5xx too: its requests are no evidence.
                 tally.contested += count
@@ -460,10 +483,10 @@ class Ledger:
                     tally.contested += known.served
             known.failed += count
 
-    def _note(self, keys: Iterable[bytes], bits: int) -> None:
+    def _note(self, pairs: Iterable[tuple[bytes, bytes]], bits: int) -> None:
         """Add the families ``bits`` to each client's (bounded)."""
         families = self.families
-        for key in keys:
+        for _, key in pairs:
             before = families.get(key)
             if before is None:
                 if len(families) < MAX_CLIENTS:
@@ -580,14 +603,17 @@ def directory(paths: Sequence[bytes]) -> bytes:
     """The longest raw prefix of all ``paths`` that ends in '/' and is a
     valid route prefix, never past an empty segment (see
     ``never.route_directory``)."""
-    # The common prefix of the least and the greatest is everyone's.
-    first, last = min(paths), max(paths)
-    size = 0
-    for a, b in zip(first, last, strict=False):
-        if a != b:
-            break
-        size += 1
-    common = route_directory(first[:size])
+    if len(paths) == 1:
+        common = route_directory(paths[0])
+    else:
+        # The common prefix of the least and the greatest is everyone's.
+        first, last = min(paths), max(paths)
+        size = 0
+        for a, b in zip(first, last, strict=False):
+            if a != b:
+                break
+            size += 1
+        common = route_directory(first[:size])
     bad = _BAD_PREFIX_BYTE.search(common)
     if bad is not None:
         common = common[: common.rfind(b"/", 0, bad.start()) + 1]
