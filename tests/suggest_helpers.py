@@ -189,9 +189,9 @@ def loosest_from(policy: Policy) -> Policy:
     """The loosest policy a suggestion can reach from ``policy`` (characters
     outside a narrowed range aside, which no test here combines with this)."""
     return policy.replace(
-        max_length=1 << 20,
-        max_segments=1 << 20,
-        max_params=1 << 20,
+        max_length=16_384,  # the bounds the documentation states
+        max_segments=256,
+        max_params=2_000,
         raw_path_extra=g.to_str(g.ALLOWABLE_RAW_EXTRA),
         raw_query_extra=g.to_str(g.ALLOWABLE_RAW_EXTRA),
         encoded_slash="keep",
@@ -212,8 +212,8 @@ def never_loosened(target: bytes) -> bool:
     engine's list states it, judged here without the engine: the loosest
     reachable policy rejects it; or its path holds a raw character no
     browser sends there; or it needs both an empty segment and a kept
-    separator; or a segment decoded twice gives a separator, a control,
-    another escape or a dot segment."""
+    separator; or a segment decoded twice gives a separator (``/ \\ ? #``),
+    a control, markup (``< > " '``), another escape or a dot segment."""
     if verdict(target, RouteTable(LOOSEST, [])) != "ok":
         return True
     path = path_of(target)
@@ -231,7 +231,7 @@ def never_loosened(target: bytes) -> bool:
     for segment in path.split(b"/"):
         twice = unquote_to_bytes(unquote_to_bytes(segment))
         if twice != unquote_to_bytes(segment) and (
-            re.search(rb"[/\\\x00-\x1f\x7f]|\xc2[\x80-\x9f]|%[0-9A-Fa-f]{2}", twice)
+            re.search(rb"[/\\?#<>\"'\x00-\x1f\x7f]|\xc2[\x80-\x9f]|%[0-9A-Fa-f]{2}", twice)
             or twice.partition(b";")[0] in (b".", b"..")
         ):
             return True

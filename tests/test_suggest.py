@@ -444,6 +444,43 @@ ENGINE = [
         id="double encoding giving a separator, a control, another escape, a dot segment: never",
     ),
     P(
+        [(b"/assets//etc/passwd", 200, 5), (b"/assets/css//site.css", 200, 5)],
+        None,
+        {"routes": {"/assets/": {"empty_segment": "allow"}}},
+        {},
+        id="a route key never holds an empty segment: /assets/, not /assets//etc/",
+    ),
+    P(
+        [
+            (b"/view2/%253Cimg%2520src%253Dx%2520onerror%253Dalert(1)%253E", 200, 5),
+            (b"/view2/%2522quoted%2522", 200, 5),
+            (b"/view2/it%2527s", 200, 5),
+            (b"/view2/a%253Fb%2523c", 200, 5),
+        ],
+        None,
+        {},
+        {"double-encoding": 20},
+        id="double encoding giving markup, a quote, '?' or '#': never",
+    ),
+    P(
+        [
+            (b"/q?" + b"&".join([b"a"] * 2001), 200, 3),
+            (b"/q?x=" + b"A" * 16_380, 200, 3),
+            (b"/q" + b"/d" * 257, 200, 3),
+        ],
+        None,
+        {},
+        {"too-many": 6, "too-long": 3},
+        id="limits past their bounds: never",
+    ),
+    P(
+        [(b"/q?" + b"&".join([b"a"] * 2000), 200, 3), (b"/q?x=" + b"A" * 16_379, 200, 3)],
+        None,
+        {"routes": {"/q": {"max_length": 16_384, "max_params": 2000}}},
+        {},
+        id="limits up to their bounds",
+    ),
+    P(
         [(b"/thing", 101, 5), (b"/a%2Fb", None, 5), (b"/c%2Fd", 0, 1)],
         None,
         {},
@@ -599,6 +636,29 @@ def test_one_busy_route_is_not_lifted_to_the_top_level_by_a_few_requests_elsewhe
     }
     [refusal] = result.refused
     assert (refusal.scope, refusal.reason) == ("/r/", "not enough evidence to admit")
+
+
+def test_line_breaks_are_refused_where_a_redirect_answered_them() -> None:
+    """CR LF under /support/ answered 200 from many networks over days, and
+    once with a redirect under the same route: the route gets nothing."""
+    textarea = Sent(b"/support/ticket?body=a%0D%0Ab", 200, 300, 40, 48)
+    redirected = Sent(b"/support/login?next=%0D%0ASet-Cookie:x", 302, 1, 1, 0)
+    assert suggested([textarea]).mapping["routes"] == {"/support/": {"query_allow_chars": "\n\r"}}
+    result = suggested([textarea, redirected])
+    assert result.mapping == {"preset": "strict"}
+    [refusal] = result.refused
+    assert refusal.reason.endswith("(response splitting)")
+
+
+def test_line_breaks_are_never_admitted_site_wide() -> None:
+    """Five first segments, each with a route's evidence for CR LF: five
+    routes, never the top level (nor a preset)."""
+    places = (b"a", b"b", b"c", b"d", b"e")
+    result = suggested([Sent(b"/%s/x?t=1%%0D%%0A2" % place, 200, 300, 40, 48) for place in places])
+    assert result.mapping == {
+        "preset": "strict",
+        "routes": {f"/{p.decode()}/": {"query_allow_chars": "\n\r"} for p in places},
+    }
 
 
 def test_ipv6_clients_count_per_network() -> None:

@@ -17,7 +17,7 @@ One stage per module, in the order they run:
   and when, in bounded memory;
 - :mod:`.plan`: which prefixes the evidence supports, per cause;
 - :mod:`.write`: the TOML text, every line with its evidence, read back
-  and checked.
+  and checked, and the :class:`Suggestion` (:mod:`.result`) it comes with.
 
 What counts as evidence and how much a change needs is in
 :mod:`.evidence`; what is never loosened, whatever the evidence, is in
@@ -44,8 +44,9 @@ from __future__ import annotations
 from .evidence import COUNTED, SITE_FACTOR, Thresholds, client_key, network_key, status_class
 from .never import LIMIT_BOUNDS, PROTECTED_RULES
 from .plan import suggest
-from .tally import MAX_CAUSES, MAX_FIRST_SEGMENTS, MAX_PREFIXES, Evidence, Ledger
-from .write import Change, Lines, Refused, Stopped, Suggestion, toml_string
+from .result import Change, Evidence, Lines, Refused, Stopped, Suggestion
+from .tally import MAX_CAUSES, MAX_FIRST_SEGMENTS, MAX_PREFIXES, Ledger
+from .write import toml_string
 
 __all__ = [
     "COUNTED",

@@ -25,8 +25,9 @@ from .._routes import RouteTable, percent_decode
 from .evidence import SITE_FACTOR, Thresholds
 from .never import LINE_BREAKS, REASONS, never_site_wide
 from .read import DOUBLE, EMPTY, Cause, is_separator, keeps_separator, relaxing
+from .result import Lines, Suggestion
 from .tally import Ledger, Tally, directory, merged
-from .write import Lines, Suggestion, result
+from .write import result
 
 NOT_ENOUGH = "not enough evidence to admit"
 

@@ -6,8 +6,6 @@ directories, not by the number of distinct targets.
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -30,6 +28,7 @@ from .evidence import (
 )
 from .never import route_directory
 from .read import Analysis, Atom, Cause, analyse
+from .result import Evidence
 
 #: Prefixes kept per cause before siblings are merged one segment up (never
 #: above the first segment, which the top level is judged by).
@@ -64,59 +63,6 @@ _BAD_PREFIX_BYTE: Final = re.compile(rb"[^!-~]|[?#]")
 _UNLISTED: Final = b"\x01"
 #: Clients listed one by one per network: what scanners are told apart by.
 PER_NETWORK: Final = 4
-
-
-@dataclasses.dataclass(frozen=True)
-class Evidence:
-    """What a change rests on: of the ``served`` requests (2xx/3xx) under
-    it, those that count (``requests``:
-    answered 2xx or 304, not those of targets answered 4xx/5xx too,
-    ``contested``, nor those of scanners, ``discounted``), distinct
-    ``targets`` and ``networks`` (up to :data:`COUNTED`) and ``clients``
-    (up to :data:`PER_NETWORK` per network), the
-    calendar ``days`` they fall on, the ``first`` and ``last`` time seen, the
-    most requested target escaped; the requests answered with a redirect
-    (``redirected``, no evidence); and the requests under it answered
-    4xx/5xx (``failed``), ``against`` of them on the very targets it admits."""
-
-    requests: int = 0
-    served: int = 0
-    targets: int = 0
-    clients: int = 0
-    networks: int = 0
-    days: int = 0
-    first: float | None = None
-    last: float | None = None
-    example: str = ""
-    failed: int = 0
-    against: int = 0
-    contested: int = 0
-    redirected: int = 0
-    discounted: int = 0
-
-    def as_json(self) -> dict[str, object]:
-        return {
-            "requests": self.requests,
-            "served": self.served,
-            "targets": self.targets,
-            "clients": self.clients,
-            "networks": self.networks,
-            "days": self.days,
-            "first_seen": when(self.first),
-            "last_seen": when(self.last),
-            "example": self.example,
-            "failed": self.failed,
-            "against": self.against,
-            "contested": self.contested,
-            "redirected": self.redirected,
-            "discounted": self.discounted,
-        }
-
-
-def when(seconds: float | None) -> str | None:
-    if seconds is None:
-        return None
-    return f"{datetime.datetime.fromtimestamp(seconds, datetime.UTC):%Y-%m-%d %H:%M:%S} UTC"
 
 
 # Per client: requests that are evidence, and the first and last time.
