@@ -465,7 +465,7 @@ class Ledger:
             # Directly under '/', the narrowest prefix is the path itself: '/'
             # alone would be a site-wide change.
             return _Known(path, analysis)
-        return _Known(directory([path]), analysis)
+        return _Known(_directory_of(path), analysis)
 
     def _block(self, path: bytes) -> None:
         if len(self.blockers) < MAX_BLOCKERS:
@@ -537,12 +537,8 @@ def cut(prefix: bytes, depth: int | None) -> bytes:
     (all of it for ``None`` or when it has no more)."""
     if depth is None:
         return prefix
-    at = -1
-    for _ in range(depth):
-        at = prefix.find(b"/", at + 1)
-        if at < 0:
-            return prefix
-    return prefix[: at + 1]
+    pieces = prefix.split(b"/", depth)  # the last piece: what follows the depth-th '/'
+    return prefix if len(pieces) <= depth else prefix[: len(prefix) - len(pieces[-1])]
 
 
 def directory(paths: Sequence[bytes]) -> bytes:
@@ -550,16 +546,20 @@ def directory(paths: Sequence[bytes]) -> bytes:
     valid route prefix, never past an empty segment (see
     ``never.route_directory``)."""
     if len(paths) == 1:
-        common = route_directory(paths[0])
-    else:
-        # The common prefix of the least and the greatest is everyone's.
-        first, last = min(paths), max(paths)
-        size = 0
-        for a, b in zip(first, last, strict=False):
-            if a != b:
-                break
-            size += 1
-        common = route_directory(first[:size])
+        return _directory_of(paths[0])
+    # The common prefix of the least and the greatest is everyone's.
+    first, last = min(paths), max(paths)
+    size = 0
+    for a, b in zip(first, last, strict=False):
+        if a != b:
+            break
+        size += 1
+    return _directory_of(first[:size])
+
+
+def _directory_of(path: bytes) -> bytes:
+    """:func:`directory` of one path."""
+    common = route_directory(path)
     bad = _BAD_PREFIX_BYTE.search(common)
     if bad is not None:
         common = common[: common.rfind(b"/", 0, bad.start()) + 1]
