@@ -13,11 +13,12 @@ the file is read.
 
 Speed: access logs repeat the same targets over and over. Input is read a
 megabyte at a time; one ``findall`` of a precompiled regex pulls every request
-field out of the chunk and a ``Counter`` counts them, both in C. Python code
-runs once per *distinct* field of the chunk: a lookup in a bounded cache of
-verdicts (emptied when full), then one per *shape* of request (see
-:func:`shape_of`: logs of distinct targets are mostly a few shapes), and
-``parse_target`` on a miss.
+field out of the chunk and a ``Counter`` counts them, both in C. The
+distinct fields are looked up in a bounded cache of verdicts (emptied when
+full); those it misses are split and folded to their *shape* of request in
+bulk (see :func:`shape_of`: logs of distinct targets are mostly a few
+shapes), and their shapes' verdicts looked up, again in C. Python code runs
+once per rejected field and per new shape, and ``parse_target`` on a miss.
 
     >>> auditor = Auditor(Policy())
     >>> auditor.feed_lines([b"/ok", b"/caf%C3%A9", b"/%C4rzteblatt"], "targets")
