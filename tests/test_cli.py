@@ -1222,7 +1222,7 @@ def test_audit_suggest_on_vhost_combined(
     plain, hosts = tmp_path / "access.log", tmp_path / "vhosts.log"
     plain.write_bytes(_served_log(combined))
     hosts.write_bytes(_served_log(lambda request, n: vhost(b"example.com:443", request, n)))
-    options = ["--suggest", "--min-hours", "0", "--json"]
+    options = ["--suggest", "--min-networks", "1", "--min-days", "1", "--json"]
     code, before = audit_json(capsys, *options, str(plain))
     assert code == 0
     code, after = audit_json(capsys, *options, str(hosts))
@@ -1252,7 +1252,7 @@ def test_audit_suggest_never_loosens_the_host(
     path.write_bytes(good + log(bad))
     clean = tmp_path / "clean.log"
     clean.write_bytes(good)
-    options = ["--suggest", "--min-hours", "0", "--config", str(config)]
+    options = ["--suggest", "--min-networks", "1", "--min-days", "1", "--config", str(config)]
     _, alone = audit_json(capsys, *options, "--json", str(clean))
     code, result = audit_json(capsys, *options, "--json", str(path))
     assert code == 1  # served requests stay rejected, for their host

@@ -11,24 +11,56 @@ and times each test says.
 
 from __future__ import annotations
 
-import datetime
 import doctest
 import json
 import re
 import tomllib
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
-from urllib.parse import unquote_to_bytes
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import urlguard._suggest
-from urlguard import InvalidTarget, Policy, config_from_mapping, load_config, parse_target
-from urlguard import _grammar as g
-from urlguard._routes import RouteTable, path_of
+from suggest_helpers import (
+    ANY,
+    ATTACKS_FAILED,
+    ATTACKS_SERVED,
+    CARELESS_JOINS,
+    DEFAULT,
+    GITLAB,
+    HOUR,
+    JSON_API,
+    PLAIN,
+    PROBES,
+    REALISTIC,
+    REALISTIC_ROUTES,
+    SERVED_REJECTED,
+    SERVED_STOPPED,
+    START,
+    TEXTAREA,
+    P,
+    Request,
+    Sent,
+    combined,
+    error_of,
+    ledger_of,
+    log_lines,
+    never_loosened,
+    read_back,
+    refused_requests,
+    run,
+    sent,
+    shop,
+    shop_ledger,
+    stopped_rules,
+    suggested,
+    verdict,
+    write_log,
+)
+from urlguard import Policy, config_from_mapping, load_config
+from urlguard._routes import RouteTable
 from urlguard._suggest import (
     COUNTED,
     Ledger,
@@ -41,99 +73,7 @@ from urlguard._suggest import (
 )
 from urlguard.cli import main
 
-P = pytest.param
-BROWSER_QUERY = g.to_str(g.BROWSER_QUERY_EXTRA)  # '[\\]^`{|}'
-START = datetime.datetime(2024, 10, 10, tzinfo=datetime.UTC).timestamp()
-HOUR = 3600.0
-#: Any evidence is enough: the tests of where and what.
-ANY = Thresholds(requests=1, clients=1, hours=0)
-DEFAULT = Thresholds()
-
-
-class Sent(NamedTuple):
-    """``number`` requests for ``target`` answered ``status``, from
-    ``clients`` distinct clients (default: one per request, at most 40),
-    spread evenly over ``hours`` (default 48)."""
-
-    target: bytes
-    status: int | None
-    number: int
-    clients: int | None = None
-    hours: float = 48.0
-
-
-Request = tuple[bytes, int | None, int] | Sent
-
-
-def sent(request: Request) -> Sent:
-    return request if isinstance(request, Sent) else Sent(*request)
-
-
-def clients_of(n: int, request: Sent) -> list[bytes]:
-    """The clients of the ``n``-th entry of a log: its own addresses."""
-    many = request.clients if request.clients is not None else min(request.number, 40)
-    return [b"10.%d.%d.%d" % (n % 250, k // 250, k % 250) for k in range(many)]
-
-
-def error_of(target: bytes, table: RouteTable) -> InvalidTarget | None:
-    try:
-        parse_target(target, table.select(target))
-    except InvalidTarget as error:
-        return error
-    return None
-
-
-def verdict(target: bytes, table: RouteTable) -> str:
-    error = error_of(target, table)
-    return "ok" if error is None else error.rule
-
-
-def ledger_of(
-    requests: Sequence[Request],
-    policy: Policy | None = None,
-    routes: Sequence[tuple[str, Policy]] = (),
-) -> Ledger:
-    """A ledger fed as the auditor feeds it: per (target, status), with
-    the clients and the first and last time."""
-    ledger = Ledger(policy, routes)
-    table = ledger.table
-    for n, request in enumerate(map(sent, requests)):
-        error = error_of(request.target, table)
-        ledger.count_statuses({request.status: request.number})
-        if error is not None:
-            last = START + (request.hours * HOUR if request.number > 1 else 0)
-            clients = clients_of(n, request)
-            ledger.observe(
-                request.target, request.status, request.number, error, clients, START, last
-            )
-    return ledger
-
-
-def suggested(
-    requests: Sequence[Request],
-    policy: Policy | None = None,
-    routes: Sequence[tuple[str, Policy]] = (),
-    thresholds: Thresholds = DEFAULT,
-) -> Suggestion:
-    result = suggest(ledger_of(requests, policy, routes), thresholds)
-    assert result.still_rejected == ()  # its own text, read back, admits what it meant to
-    return result
-
-
-def read_back(text: str) -> RouteTable:
-    config = config_from_mapping(tomllib.loads(text))
-    return RouteTable(config.policy, list(config.routes))
-
-
-def stopped_rules(result: Suggestion) -> dict[str, int]:
-    found: dict[str, int] = {}
-    for stop in result.stopped:
-        found[stop.rule] = found.get(stop.rule, 0) + stop.requests
-    return found
-
-
-def refused_requests(result: Suggestion) -> int:
-    return sum(r.evidence.requests + r.evidence.contested for r in result.refused)
+__all__ = ["REALISTIC", "write_log"]  # what the docs' own test reads from here
 
 
 def test_docstring_examples() -> None:
@@ -182,9 +122,10 @@ def test_client_key_tells_ipv6_networks_apart() -> None:
     "options",
     [
         P({"requests": 0}, id="no request"),
-        P({"clients": 0}, id="no client"),
-        P({"clients": COUNTED}, id="more clients than are counted at the top level"),
-        P({"hours": -1.0}, id="negative hours"),
+        P({"networks": 0}, id="no network"),
+        P({"networks": COUNTED}, id="more networks than are counted at the top level"),
+        P({"days": 0}, id="no day"),
+        P({"days": 367}, id="more than a year"),
         P({"routes": 0}, id="no route"),
         P({"requests": True}, id="a bool"),
     ],
@@ -194,71 +135,9 @@ def test_thresholds_are_checked(options: dict[str, Any]) -> None:
         Thresholds(**options)
 
 
-def test_site_wide_needs_five_times_each() -> None:
-    assert Thresholds().site() == Thresholds(requests=100, clients=25, hours=5.0)
-
-
-# --- the realistic log: legitimate traffic from many clients over two days -------------------
-
-GITLAB: list[Request] = [
-    (b"/api/v4/projects/gitlab-org%2Fgitlab/issues?state=opened&per_page=20", 200, 400),
-    (b"/api/v4/projects/gitlab-org%2Fgitlab-runner/merge_requests", 200, 150),
-    (b"/api/v4/projects/inkscape%2Finkscape/repository/files/src%2Fmain.cpp/raw?ref=v1", 200, 60),
-    (b"/api/v4/projects/fdroid%2Ffdroidclient", 304, 30),
-    (b"/api/v4/projects/278964", 200, 90),  # a numeric id: fine already
-]
-JSON_API: list[Request] = [
-    (b"/api/v1/articles?filter[author]=ada&page[size]=20", 200, 120),
-    (b"/api/v1/people?filter[name]=Grace%20Hopper", 200, 40),
-    (b"/api/v1/articles?include=author&fields[articles]=title,body", 200, 50),
-]
-TEXTAREA: list[Request] = [
-    (b"/support/ticket?subject=Login&body=Hello%2C%0D%0AI+cannot+log+in.%0D%0AThanks", 200, 20),
-    (b"/support/preview?body=line+one%0D%0Aline+two", 200, 30),
-]
-CARELESS_JOINS: list[Request] = [
-    (b"/static//css/app.css", 200, 300),
-    (b"/static/js//vendor.js", 200, 250),
-    (b"/static//img/logo.svg", 304, 110),
-]
-PLAIN: list[Request] = [
-    (b"/", 200, 1000),
-    (b"/about", 200, 100),
-    (b"/search?q=caf%C3%A9+cr%C3%A8me", 200, 70),
-    (b"/missing", 404, 50),
-]
-# Attacks, answered with errors and (by careless applications) with 2xx/3xx.
-ATTACKS_FAILED: list[Request] = [
-    (b"/static/../../etc/passwd", 400, 3),
-    (b"/static/..%2F..%2Fetc%2Fpasswd", 404, 2),
-    (b"/static/%C0%AE%C0%AE/%C0%AE%C0%AE/etc/passwd", 400, 2),  # overlong '.'
-    (b"/api/v1/articles?filter[author]=%00", 500, 1),
-    (b"/login?next=%E2%80%AEmoc.elgoog", 400, 1),  # RIGHT-TO-LEFT OVERRIDE
-    (b"/static//..//etc/passwd", 404, 1),
-]
-ATTACKS_SERVED: list[Request] = [
-    (b"/download?file=report.pdf%00.txt", 200, 2),  # NUL in the query
-    (b"/files/invoice%E2%80%AEfdp.exe", 200, 1),  # bidi override in the path
-    (b"/api/v4/projects/..%2F..%2Fadmin", 200, 1),  # a dot segment once %2F is kept
-    (b"/static/%C0%AF/etc/passwd", 302, 1),  # overlong '/'
-    (b"/static/..;/WEB-INF/web.xml", 200, 1),  # '..;' is a dot segment
-    (b"/page%zz", 200, 1),
-]
-# A response splitting probe a careless redirect answered 302, three times
-# from one client: what a query at '/r' could be loosened for, with no
-# evidence that the site needs it.
-PROBES: list[Request] = [Sent(b"/r?next=%0D%0ASet-Cookie:%20session=evil", 302, 3, 1, 0.1)]
-SERVED_STOPPED = {"forbidden-char": 3, "dot-segment": 2, "invalid-utf8": 1, "malformed-escape": 1}
-REALISTIC = (
-    GITLAB + JSON_API + TEXTAREA + CARELESS_JOINS + PLAIN + ATTACKS_FAILED + ATTACKS_SERVED + PROBES
-)
-REALISTIC_ROUTES = {
-    "/api/v1/": {"raw_query_extra": BROWSER_QUERY},
-    "/api/v4/projects/": {"encoded_slash": "keep"},
-    "/static/": {"empty_segment": "allow"},
-    "/support/": {"query_allow_chars": "\n\r"},
-}
-SERVED_REJECTED = GITLAB[:4] + JSON_API + TEXTAREA + CARELESS_JOINS
+def test_site_wide_needs_five_times_the_requests_and_networks() -> None:
+    assert Thresholds().needs() == (20, 5, 2)
+    assert Thresholds().needs(site=True) == (100, 25, 2)
 
 
 def test_realistic_log_each_cause_its_narrowest_route() -> None:
@@ -269,9 +148,9 @@ def test_realistic_log_each_cause_its_narrowest_route() -> None:
     assert (probe.scope, probe.rules, probe.reason) == (
         "/r",
         ("forbidden-char",),
-        "not enough evidence to admit",
+        "CR or LF in a query answered with a redirect under it (response splitting)",
     )
-    assert (probe.evidence.requests, probe.evidence.clients) == (3, 1)
+    assert (probe.evidence.served, probe.evidence.redirected, probe.evidence.requests) == (3, 3, 0)
     assert result.admitted == sum(sent(r).number for r in SERVED_REJECTED)
     assert result.failed_admitted == 0
     table = read_back(result.text)
@@ -292,7 +171,14 @@ def test_each_line_states_the_evidence_it_rests_on() -> None:
     assert change.origin == "suggested"
     assert change.rules == ("encoded-slash",)
     e = change.admits
-    assert (e.requests, e.targets, e.clients, e.failed) == (640, 4, 150, 0)
+    assert (e.requests, e.targets, e.clients, e.networks, e.days, e.failed) == (
+        640,
+        4,
+        COUNTED,
+        COUNTED,
+        2,
+        0,
+    )
     assert (e.first, e.last) == (START, START + 48 * HOUR)
     assert e.example == "/api/v4/projects/gitlab-org%2Fgitlab/issues?state=opened&per_page=20"
     text = result.text
@@ -300,7 +186,8 @@ def test_each_line_states_the_evidence_it_rests_on() -> None:
     assert block.splitlines() == [
         '[routes."/api/v4/projects/"]',
         "# encoded-slash:",
-        "#   640 requests answered 2xx/3xx (4 targets) from 150 clients,",
+        "#   640 requests answered 2xx/304 (4 targets) from 64 clients or more in 64 networks or "
+        "more on 2 days,",
         "#   first seen 2024-10-10 00:00:00 UTC, last seen 2024-10-12 00:00:00 UTC;",
         "#   e.g. /api/v4/projects/gitlab-org%2Fgitlab/issues?state=opened&per_page=20",
         "#   and none answered 4xx/5xx",
@@ -317,7 +204,8 @@ def test_each_line_states_the_evidence_it_rests_on() -> None:
     assert textarea.admits.example == "/support/preview?body=line+one%0D%0Aline+two"
     assert 'query_allow_chars = "\\n\\r"' in text
     assert (
-        "# Evidence a change needs: 20 requests from 5 clients over 1 hour under a route;" in text
+        "# Evidence a change needs: 20 requests answered 2xx/304 from 5 networks on 2 days "
+        "under a route;" in text
     )
 
 
@@ -340,11 +228,22 @@ ENGINE = [
         id="one project: the narrowest route is that project",
     ),
     P(
-        [(b"/files/a%2Fb", 200, 3), (b"/units/kg%2Fs", 200, 3), (b"/maps/a%2Fb", 200, 3)],
+        [(b"/%s/a%%2Fb" % d, 200, 3) for d in (b"files", b"units", b"maps", b"docs", b"wiki")],
         None,
         {"encoded_slash": "keep"},
         {},
-        id="%2F across the site, enough for a site-wide change: the top level",
+        id="%2F under five first segments, each with a route's evidence: the top level",
+    ),
+    P(
+        [(b"/%s/a%%2Fb" % d, 200, 3) for d in (b"files", b"units", b"maps", b"docs")],
+        None,
+        {
+            "routes": {
+                f"/{d}/": {"encoded_slash": "keep"} for d in ["docs", "files", "maps", "units"]
+            }
+        },
+        {},
+        id="%2F under four first segments: one route each",
     ),
     P(
         [(b"/files/a%2Fb", 200, 30), (b"/units/kg%2Fs", 200, 4)],
@@ -355,9 +254,7 @@ ENGINE = [
     ),
     P(
         [
-            (b"/files/a%2Fb", 200, 3),
-            (b"/units/kg%2Fs", 200, 3),
-            (b"/maps/a%2Fb", 200, 3),
+            *[(b"/%s/a%%2Fb" % d, 200, 3) for d in (b"files", b"units", b"maps", b"docs", b"wiki")],
             (b"/admin/x%2Fy", 403, 1),
         ],
         None,
@@ -375,16 +272,16 @@ ENGINE = [
     P(
         JSON_API,
         None,
-        {"routes": {"/api/v1/": {"raw_query_extra": BROWSER_QUERY}}},
+        {"routes": {"/api/v1/": {"raw_query_extra": "[]"}}},
         {},
-        id="JSON:API",
+        id="JSON:API: just the brackets",
     ),
     P(
         [*JSON_API, (b"/search?tags[]=a&tags[]=b", 200, 10)],
         None,
-        {"preset": "browser"},
+        {"routes": {"/api/v1/": {"raw_query_extra": "[]"}, "/search": {"raw_query_extra": "[]"}}},
         {},
-        id="brackets across the site: the browser preset",
+        id="brackets in two places: just the brackets, in each",
     ),
     P(
         [(b"/search?q=%22exact%22&lang=en", 200, 1), (b'/search?q="exact"', 200, 5)],
@@ -547,6 +444,43 @@ ENGINE = [
         id="double encoding giving a separator, a control, another escape, a dot segment: never",
     ),
     P(
+        [(b"/assets//etc/passwd", 200, 5), (b"/assets/css//site.css", 200, 5)],
+        None,
+        {"routes": {"/assets/": {"empty_segment": "allow"}}},
+        {},
+        id="a route key never holds an empty segment: /assets/, not /assets//etc/",
+    ),
+    P(
+        [
+            (b"/view2/%253Cimg%2520src%253Dx%2520onerror%253Dalert(1)%253E", 200, 5),
+            (b"/view2/%2522quoted%2522", 200, 5),
+            (b"/view2/it%2527s", 200, 5),
+            (b"/view2/a%253Fb%2523c", 200, 5),
+        ],
+        None,
+        {},
+        {"double-encoding": 20},
+        id="double encoding giving markup, a quote, '?' or '#': never",
+    ),
+    P(
+        [
+            (b"/q?" + b"&".join([b"a"] * 2001), 200, 3),
+            (b"/q?x=" + b"A" * 16_380, 200, 3),
+            (b"/q" + b"/d" * 257, 200, 3),
+        ],
+        None,
+        {},
+        {"too-many": 6, "too-long": 3},
+        id="limits past their bounds: never",
+    ),
+    P(
+        [(b"/q?" + b"&".join([b"a"] * 2000), 200, 3), (b"/q?x=" + b"A" * 16_379, 200, 3)],
+        None,
+        {"routes": {"/q": {"max_length": 16_384, "max_params": 2000}}},
+        {},
+        id="limits up to their bounds",
+    ),
+    P(
         [(b"/thing", 101, 5), (b"/a%2Fb", None, 5), (b"/c%2Fd", 0, 1)],
         None,
         {},
@@ -554,59 +488,6 @@ ENGINE = [
         id="1xx, no status, nonsense: neither way",
     ),
 ]
-
-
-def loosest_from(policy: Policy) -> Policy:
-    """The loosest policy a suggestion can reach from ``policy`` (characters
-    outside a narrowed range aside, which no test here combines with this)."""
-    return policy.replace(
-        max_length=1 << 20,
-        max_segments=1 << 20,
-        max_params=1 << 20,
-        raw_path_extra=g.to_str(g.ALLOWABLE_RAW_EXTRA),
-        raw_query_extra=g.to_str(g.ALLOWABLE_RAW_EXTRA),
-        encoded_slash="keep",
-        encoded_backslash="keep",
-        empty_segment="allow",
-        double_encoding="allow",
-        path_params="literal" if policy.path_params == "reject" else policy.path_params,
-        allowed_ranges=None,
-        query_allow_chars=policy.query_allow_chars + "\t\n\r",
-    )
-
-
-LOOSEST = loosest_from(Policy())
-
-
-def never_loosened(target: bytes) -> bool:
-    """Whether ``target`` is one the suggestion must never admit, as the
-    engine's list states it, judged here without the engine: the loosest
-    reachable policy rejects it; or its path holds a raw character no
-    browser sends there; or it needs both an empty segment and a kept
-    separator; or a segment decoded twice gives a separator, a control,
-    another escape or a dot segment."""
-    if verdict(target, RouteTable(LOOSEST, [])) != "ok":
-        return True
-    path = path_of(target)
-    if set(path) & set(b'<>"{}^`'):
-        return True
-    needs_empty = verdict(target, RouteTable(LOOSEST.replace(empty_segment="reject"), [])) != "ok"
-    without_separators = LOOSEST.replace(
-        encoded_slash="reject",
-        encoded_backslash="reject",
-        raw_path_extra=LOOSEST.raw_path_extra.replace("\\", ""),
-    )
-    needs_separator = verdict(target, RouteTable(without_separators, [])) != "ok"
-    if needs_empty and needs_separator:
-        return True
-    for segment in path.split(b"/"):
-        twice = unquote_to_bytes(unquote_to_bytes(segment))
-        if twice != unquote_to_bytes(segment) and (
-            re.search(rb"[/\\\x00-\x1f\x7f]|\xc2[\x80-\x9f]|%[0-9A-Fa-f]{2}", twice)
-            or twice.partition(b";")[0] in (b".", b"..")
-        ):
-            return True
-    return False
 
 
 @pytest.mark.parametrize(("requests", "policy", "mapping", "stopped"), ENGINE)
@@ -703,11 +584,12 @@ def test_no_evidence_is_enough_for_what_is_never_loosened(target: bytes) -> None
     ("attack", "admitted"),
     [
         P(Sent(b"/r/x%2Fy", 200, 19, 40, 48), False, id="19 requests: one short"),
-        P(Sent(b"/r/x%2Fy", 200, 20, 40, 48), True, id="20 requests from 20 clients over 48 h"),
-        P(Sent(b"/r/x%2Fy", 200, 500, 4, 48), False, id="4 clients: one short"),
-        P(Sent(b"/r/x%2Fy", 200, 500, 5, 48), True, id="5 clients"),
-        P(Sent(b"/r/x%2Fy", 200, 500, 40, 0.99), False, id="under an hour"),
-        P(Sent(b"/r/x%2Fy", 200, 500, 40, 1), True, id="an hour"),
+        P(Sent(b"/r/x%2Fy", 200, 20, 40, 48), True, id="20 requests from 20 networks over 48 h"),
+        P(Sent(b"/r/x%2Fy", 200, 500, 4, 48), False, id="4 networks: one short"),
+        P(Sent(b"/r/x%2Fy", 200, 500, 5, 48), True, id="5 networks"),
+        P(Sent(b"/r/x%2Fy", 200, 500, 40, 23.99), False, id="one calendar day"),
+        P(Sent(b"/r/x%2Fy", 200, 500, 40, 24), True, id="two calendar days, 24 hours apart"),
+        P(Sent(b"/r/x%2Fy", 302, 500, 40, 48), False, id="answered with redirects"),
     ],
 )
 def test_default_thresholds(attack: Sent, admitted: bool) -> None:
@@ -717,17 +599,17 @@ def test_default_thresholds(attack: Sent, admitted: bool) -> None:
     if not admitted:
         [refusal] = result.refused
         assert refusal.reason == "not enough evidence to admit"
-        assert refusal.evidence.requests == attack.number
+        assert refusal.evidence.served == attack.number
         assert "would be rejected: not enough evidence to admit" in result.text
 
 
 @pytest.mark.parametrize(
     ("directories", "requests", "clients", "hours", "expected"),
     [
-        P(6, 20, 5, 5.0, "site", id="100 from 25 over 5 hours outside the busiest directory"),
-        P(6, 20, 5, 4.99, "routes", id="under 5 hours: one route each"),
-        P(5, 20, 5, 5.0, "routes", id="80 outside the busiest: one route each"),
-        P(6, 20, 4, 5.0, "none", id="4 clients each: nothing"),
+        P(5, 20, 5, 48.0, "site", id="five first segments with a route's evidence each"),
+        P(4, 20, 5, 48.0, "routes", id="four: one route each"),
+        P(5, 20, 5, 23.0, "none", id="within a day: nothing"),
+        P(6, 20, 4, 48.0, "none", id="4 networks each: nothing"),
     ],
 )
 def test_a_site_wide_change_needs_evidence_all_over_the_site(
@@ -754,6 +636,29 @@ def test_one_busy_route_is_not_lifted_to_the_top_level_by_a_few_requests_elsewhe
     }
     [refusal] = result.refused
     assert (refusal.scope, refusal.reason) == ("/r/", "not enough evidence to admit")
+
+
+def test_line_breaks_are_refused_where_a_redirect_answered_them() -> None:
+    """CR LF under /support/ answered 200 from many networks over days, and
+    once with a redirect under the same route: the route gets nothing."""
+    textarea = Sent(b"/support/ticket?body=a%0D%0Ab", 200, 300, 40, 48)
+    redirected = Sent(b"/support/login?next=%0D%0ASet-Cookie:x", 302, 1, 1, 0)
+    assert suggested([textarea]).mapping["routes"] == {"/support/": {"query_allow_chars": "\n\r"}}
+    result = suggested([textarea, redirected])
+    assert result.mapping == {"preset": "strict"}
+    [refusal] = result.refused
+    assert refusal.reason.endswith("(response splitting)")
+
+
+def test_line_breaks_are_never_admitted_site_wide() -> None:
+    """Five first segments, each with a route's evidence for CR LF: five
+    routes, never the top level (nor a preset)."""
+    places = (b"a", b"b", b"c", b"d", b"e")
+    result = suggested([Sent(b"/%s/x?t=1%%0D%%0A2" % place, 200, 300, 40, 48) for place in places])
+    assert result.mapping == {
+        "preset": "strict",
+        "routes": {f"/{p.decode()}/": {"query_allow_chars": "\n\r"} for p in places},
+    }
 
 
 def test_ipv6_clients_count_per_network() -> None:
@@ -797,25 +702,6 @@ def test_a_failure_on_the_very_target_is_evidence_against() -> None:
 # --- a policy a person can read, in bounded memory ---------------------------------------------
 
 
-def shop(lines: int) -> list[Request]:
-    """One URL shape answered 200 for some products and 404 for missing ones."""
-    return [
-        Sent(b"/products/%d/kg%%2Fs" % n, 404 if n % 3 == 0 else 200, 1, 1, 0) for n in range(lines)
-    ]
-
-
-def shop_ledger(lines: int) -> Ledger:
-    ledger = Ledger()
-    error = error_of(b"/products/1/kg%2Fs", ledger.table)
-    assert error is not None
-    for n, request in enumerate(map(sent, shop(lines))):
-        client = [b"198.51.100.%d" % (n % 200)]
-        when = START + n * 10.0
-        ledger.observe(request.target, request.status, 1, error, client, when, when)
-    ledger.count_statuses({200: lines})
-    return ledger
-
-
 @pytest.mark.parametrize("lines", [10_000, 20_000])
 def test_a_shape_answered_200_and_404_is_one_route(lines: int) -> None:
     ledger = shop_ledger(lines)
@@ -838,7 +724,7 @@ def test_siblings_merge_one_segment_up_when_a_cause_has_too_many_prefixes() -> N
     assert error is not None
     for n in range(50):
         target = b"/p/%s/%d/x%%2Fy" % (b"ab"[n % 2 : n % 2 + 1], n)
-        ledger.observe(target, 200, 1, error, [b"192.0.2.%d" % n], START, START + n * HOUR)
+        ledger.observe(target, 200, 1, error, [b"192.0.%d.2" % n], START, START + n * HOUR)
     [cause] = ledger.groups
     assert sorted(ledger.groups[cause]) == [b"/p/a/", b"/p/b/"]
     result = suggest(ledger)
@@ -849,7 +735,7 @@ def test_siblings_merge_one_segment_up_when_a_cause_has_too_many_prefixes() -> N
 def test_the_number_of_routes_is_bounded() -> None:
     requests: list[Request] = [(b"/%s/x%%2Fy" % name, 200, 2) for name in (b"a", b"b", b"c")]
     requests.append((b"/a/more%2Fz", 200, 2))
-    result = suggested(requests, thresholds=Thresholds(1, 1, 0, routes=2))
+    result = suggested(requests, thresholds=Thresholds(1, 1, 1, routes=2))
     assert sorted(result.mapping["routes"]) == ["/a/", "/b/"]  # the most evidence, then by name
     [refusal] = result.refused
     assert (refusal.scope, refusal.reason) == ("/c/", "past the bound of 2 routes (--max-routes)")
@@ -892,7 +778,7 @@ def test_causes_past_the_bound_are_refused_as_one_group() -> None:
         assert error is not None
         ledger.observe(target, 200, 1, error, [b"192.0.2.1"], START, START)
     result = suggest(ledger, ANY)
-    overflow = [r for r in result.refused if r.reason.startswith("past 256 distinct causes")]
+    overflow = [r for r in result.refused if r.reason.startswith("past 256 causes")]
     assert [r.evidence.requests for r in overflow] == [10]
 
 
@@ -937,19 +823,15 @@ def test_same_log_same_text() -> None:
     assert suggested(REALISTIC).text == suggested(list(reversed(REALISTIC))).text
 
 
-def test_browser_preset_line() -> None:
-    result = suggested(
-        [
-            (b"/search?tags[]=a", 200, 3),
-            (b"/api/x?filter[a]=1", 200, 2),
-            (b"/shop/list?sort[price]=asc", 200, 3),
-        ],
-        thresholds=ANY,
-    )
-    change = change_of(result, None, "preset")
-    assert (change.value, change.origin, change.rules) == ("browser", "suggested", ("raw-char",))
-    assert change.admits.requests == 8
-    assert result.text.count("\npreset = ") == 1
+def test_the_browser_preset_is_never_suggested() -> None:
+    """Brackets all over the site admit brackets site-wide, not the browser
+    preset: that would admit CR, LF and TAB in every query, on no evidence."""
+    places = (b"search", b"api", b"shop", b"list", b"tags")
+    result = suggested([(b"/%s/x?tags[]=a" % place, 200, 3) for place in places], thresholds=ANY)
+    assert result.mapping == {"preset": "strict", "raw_query_extra": "[]"}
+    change = change_of(result, None, "raw_query_extra")
+    assert (change.origin, change.rules, change.admits.requests) == ("suggested", ("raw-char",), 15)
+    assert verdict(b"/search/x?q=a%0D%0Ab", read_back(result.text)) == "forbidden-char"
 
 
 def test_existing_configuration_is_kept_and_marked() -> None:
@@ -992,8 +874,8 @@ def test_a_route_inside_a_route_repeats_what_encloses_it() -> None:
     ]
     result = suggested(requests, thresholds=ANY)
     assert result.mapping["routes"] == {
-        "/api/": {"raw_query_extra": BROWSER_QUERY},
-        "/api/p/": {"raw_query_extra": BROWSER_QUERY, "encoded_slash": "keep"},
+        "/api/": {"raw_query_extra": "[]"},
+        "/api/p/": {"raw_query_extra": "[]", "encoded_slash": "keep"},
     }
     inherited = change_of(result, "/api/p/", "raw_query_extra")
     assert (inherited.origin, inherited.inherited_from) == ("inherited", "/api/")
@@ -1030,7 +912,7 @@ requests_strategy = st.lists(
 
 
 @settings(max_examples=150, deadline=None)
-@given(requests_strategy, st.sampled_from([ANY, DEFAULT, Thresholds(requests=50, clients=2)]))
+@given(requests_strategy, st.sampled_from([ANY, DEFAULT, Thresholds(requests=50, networks=2)]))
 def test_nothing_never_loosened_is_admitted_and_nothing_is_dropped(
     requests: list[Sent], thresholds: Thresholds
 ) -> None:
@@ -1050,53 +932,6 @@ def test_nothing_never_loosened_is_admitted_and_nothing_is_dropped(
 # --- the command ----------------------------------------------------------------------------
 
 
-def combined(target: bytes, status: int | None, client: bytes, when: float) -> bytes:
-    escaped = b"".join(
-        bytes([b]) if 0x20 <= b < 0x7F and b not in b'"\\' else b"\\x%02X" % b for b in target
-    )
-    stamp = datetime.datetime.fromtimestamp(when, datetime.UTC).strftime("%d/%b/%Y:%H:%M:%S")
-    return (
-        b'%b - - [%b +0000] "GET %b HTTP/1.1" %d 512 '
-        b'"-" "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"'
-        % (client, stamp.encode(), escaped, 200 if status is None else status)
-    )
-
-
-def log_lines(requests: Sequence[Request]) -> list[bytes]:
-    """Each request of each entry on its own line, from the entry's clients
-    in turn, spread evenly over its hours."""
-    lines = []
-    for n, request in enumerate(map(sent, requests)):
-        clients = clients_of(n, request)
-        step = request.hours * HOUR / max(request.number - 1, 1)
-        for i in range(request.number):
-            lines.append(
-                combined(
-                    request.target, request.status, clients[i % len(clients)], START + i * step
-                )
-            )
-    return lines
-
-
-def write_log(path: Path, requests: Sequence[Request]) -> Path:
-    path.write_bytes(b"".join(line + b"\n" for line in log_lines(requests)))
-    return path
-
-
-class Ran(NamedTuple):
-    """What ``urlguard`` returned and printed."""
-
-    code: int
-    out: str
-    err: str
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> Ran:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return Ran(code, captured.out, captured.err)
-
-
 def test_the_command_sees_what_the_engine_sees(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -1107,7 +942,8 @@ def test_the_command_sees_what_the_engine_sees(
     command = json.loads(out)["suggestion"]
     assert command["config"] == engine.mapping
     change = next(c for c in command["changes"] if c["scope"] == "/api/v4/projects/")
-    assert change["admits"]["clients"] == 150
+    assert change["admits"]["clients"] == COUNTED  # listed one by one; more are counted
+    assert (change["admits"]["networks"], change["admits"]["days"]) == (COUNTED, 2)
     assert change["admits"]["first_seen"] == "2024-10-10 00:00:00 UTC"
     assert change["admits"]["last_seen"] == "2024-10-12 00:00:00 UTC"
 
@@ -1140,12 +976,12 @@ def test_round_trip(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     [
         P([], 1, {}, id="default: a handful of requests is not enough"),
         P(
-            ["--min-requests", "3", "--min-clients", "1", "--min-hours", "0"],
+            ["--min-requests", "3", "--min-networks", "1", "--min-days", "1"],
             0,
             {"/r/": {"encoded_slash": "keep"}},
             id="lowered",
         ),
-        P(["--min-requests", "4", "--min-clients", "1", "--min-hours", "0"], 1, {}, id="one short"),
+        P(["--min-requests", "4", "--min-networks", "1", "--min-days", "1"], 1, {}, id="one short"),
     ],
 )
 def test_threshold_options(
@@ -1171,9 +1007,9 @@ def test_threshold_options(
             "--min-requests applies to --suggest only",
             id="threshold without suggest",
         ),
-        P(["--suggest", "--min-clients", "0"], "--min-clients: clients must be", id="no client"),
+        P(["--suggest", "--min-networks", "0"], "--min-networks: networks must", id="no network"),
         P(["--suggest", "--max-routes", "0"], "--max-routes: routes must be", id="no route"),
-        P(["--suggest", "--min-hours", "-1"], "--min-hours: hours must be", id="negative hours"),
+        P(["--suggest", "--min-days", "0"], "--min-days: days must be", id="no day"),
     ],
 )
 def test_usage_errors(
@@ -1272,7 +1108,7 @@ def test_the_shop_log_through_the_command(
     log = tmp_path / "access.log"
     log.write_bytes(
         b"".join(
-            combined(request.target, request.status, b"198.51.100.%d" % (n % 200), START + n * 60.0)
+            combined(request.target, request.status, b"198.51.%d.7" % (n % 200), START + n * 60.0)
             + b"\n"
             for n, request in enumerate(map(sent, shop(lines)))
         )
@@ -1307,7 +1143,7 @@ def test_a_target_that_must_stay_rejected_splits_its_branch_only() -> None:
     requests: list[Request] = [(b"/a" * k + b"/b/x%2520y", 200, 1) for k in range(1, 101)]
     blocker = b"/a" * 100 + b"/b/%252e%252e%252fetc"
     requests.append(Sent(blocker, 404, 1, 1, 0))
-    result = suggested(requests, thresholds=Thresholds(1, 1, 0, routes=1000))
+    result = suggested(requests, thresholds=Thresholds(1, 1, 1, routes=1000))
     routes = result.mapping["routes"]
     assert len(routes) == 99
     assert all(policy == {"double_encoding": "allow"} for policy in routes.values())
@@ -1315,3 +1151,25 @@ def test_a_target_that_must_stay_rejected_splits_its_branch_only() -> None:
     assert refusal.scope == (b"/a" * 100 + b"/b/").decode()
     assert refusal.reason.startswith("a target under it, decoded twice")
     assert verdict(blocker, read_back(result.text)) == "double-encoding"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        P(b"", "no line to audit: the input is empty", id="empty"),
+        P(None, "access.log: cannot read: No such file or directory", id="missing"),
+        P(b"\x1f\x8b\x08garbage", "access.log: truncated gzip data", id="broken gzip"),
+        P(b"\n\n", "no line could be read as a request", id="blank lines only"),
+    ],
+)
+def test_an_unreadable_or_empty_log_exits_2_with_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes | None, message: str
+) -> None:
+    log = tmp_path / ("access.log.gz" if content and content[:2] == b"\x1f\x8b" else "access.log")
+    if content is not None:
+        log.write_bytes(content)
+    code, out, err = run(capsys, "audit", "--suggest", str(log))
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1
+    assert err.startswith("urlguard: error: ")
+    assert message.replace("access.log", str(log)) in err

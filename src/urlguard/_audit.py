@@ -13,11 +13,12 @@ the file is read.
 
 Speed: access logs repeat the same targets over and over. Input is read a
 megabyte at a time; one ``findall`` of a precompiled regex pulls every request
-field out of the chunk and a ``Counter`` counts them, both in C. Python code
-runs once per *distinct* field of the chunk: a lookup in a bounded cache of
-verdicts (emptied when full), then one per *shape* of request (see
-:func:`shape_of`: logs of distinct targets are mostly a few shapes), and
-``parse_target`` on a miss.
+field out of the chunk and a ``Counter`` counts them, both in C. The
+distinct fields are looked up in a bounded cache of verdicts (emptied when
+full); those it misses are split and folded to their *shape* of request in
+bulk (see :func:`shape_of`: logs of distinct targets are mostly a few
+shapes), and their shapes' verdicts looked up, again in C. Python code runs
+once per rejected field and per new shape, and ``parse_target`` on a miss.
 
     >>> auditor = Auditor(Policy())
     >>> auditor.feed_lines([b"/ok", b"/caf%C3%A9", b"/%C4rzteblatt"], "targets")
@@ -32,13 +33,14 @@ import dataclasses
 import datetime
 import gzip
 import io
+import operator
 import os
 import re
 import sys
 import zlib
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from itertools import compress
+from itertools import compress, repeat
 from typing import IO, Final, Literal, Protocol, TypeVar
 
 from ._allowed_hosts import AllowedHosts, HostCheck
@@ -225,6 +227,7 @@ _SIMPLE_ESCAPES: Final[dict[bytes, bytes]] = {
     b"v": b"\v",
 }
 _BACKSLASH: Final = ord("\\")
+_SLASH: Final = ord("/")
 
 # What a line of a plain list of targets starts with (for --format auto):
 # origin-form or http(s) absolute-form.
@@ -262,15 +265,17 @@ def shape_of(target: bytes) -> bytes | None:
     """
     if target[:1] != b"/":
         return None
-    folded = target.translate(_FOLD)
-    at = target.find(b"%")
-    if at < 0:
-        return folded
-    shape = bytearray(folded)
-    while at >= 0:
-        shape[at + 1 : at + 5] = target[at + 1 : at + 5]
-        at = target.find(b"%", at + 1)
-    return bytes(shape)
+    pieces = target.split(b"%")
+    if len(pieces) == 1:
+        return target.translate(_FOLD)
+    # The four bytes after a '%' are the first four of the piece after it
+    # (a '%' among them starts a piece whose four bytes reach further); a
+    # '%' folds to itself.
+    kept = [
+        piece if len(piece) <= 4 else piece[:4] + piece[4:].translate(_FOLD) for piece in pieces
+    ]
+    kept[0] = pieces[0].translate(_FOLD)
+    return b"%".join(kept)
 
 
 def folds(policy: Policy) -> bool:
@@ -457,6 +462,10 @@ class Auditor:
         self._rejected_targets: dict[bytes, tuple[bytes, bytes | None]] = {}
         self._last_shape: bytes | None = None  # of the target judged last
         self._folds: dict[int, bool] = {}
+        # Whether a request field's shape decides its verdict: one policy
+        # (per-route policies are chosen by the path itself) that allows
+        # every letter and digit (see folds).
+        self._shaping = not self._routes.routes and folds(self._routes.policy)
         self._unparseable_examples: list[str] = []
         # One tally for every verdict: OK, UNPARSEABLE and each rule code.
         self._tally: dict[str, int] = dict.fromkeys((OK, UNPARSEABLE, *RULES), 0)
@@ -596,7 +605,7 @@ class Auditor:
         pattern = _COMBINED if fmt == "combined" else _COMMON
         fields: list[bytes] = pattern.findall(body)
         self._note_unparseable(body, len(fields), pattern)
-        self._count(Counter(fields), self._log_cache, self._judge_request)
+        self._count_fields(Counter(fields))
 
     def _scan_vhost(self, body: bytes) -> None:
         """:meth:`_scan` for lines that name their host: each distinct host
@@ -689,6 +698,12 @@ class Auditor:
                     if len(self._unparseable_examples) >= EXAMPLES:
                         break
 
+    def _count_fields(self, counts: Counter[bytes]) -> None:
+        """:meth:`_count` for the request fields of a log."""
+        tally = self._tally
+        for verdict, count in zip(self._judge_fields(list(counts)), counts.values(), strict=True):
+            tally[verdict] += count
+
     def _count(
         self, counts: Counter[bytes], cache: dict[bytes, str], judge: Callable[[bytes], str]
     ) -> None:
@@ -700,29 +715,77 @@ class Auditor:
                 verdict = judge(key)
             tally[verdict] += count
 
+    def _judge_fields(self, fields: list[bytes]) -> list[str]:
+        """The verdicts of request fields, in order, as :meth:`_judge_request`
+        gives them. A log of distinct targets holds few shapes of request:
+        the key of each field's shape is made in bulk (in C, but for the
+        shape of a target with an escape) and its verdict looked up; only a
+        field of a new shape, or of none, is judged one by one.
+        """
+        cache = self._log_cache
+        verdicts = list(map(cache.get, fields))
+        if None not in verdicts:
+            return verdicts  # type: ignore[return-value]  # (no None)
+        judge = self._judge_request
+        if not self._shaping:
+            return [
+                verdict or cache.get(field) or judge(field)
+                for field, verdict in zip(fields, verdicts, strict=True)
+            ]
+        misses = list(compress(fields, map(operator.not_, verdicts)))
+        # Each field's key as _request_key makes it: the method before the
+        # first space, the target's shape, the version after the last; in C
+        # but for targets with an escape. A field that has no key gets one
+        # that no key made there can match: its target is empty, or does not
+        # start with '/', or holds a '\\' (which _request_key refuses).
+        methods, _, rests = zip(*map(bytes.partition, misses, repeat(b" ")), strict=True)
+        targets, _, versions = zip(*map(bytes.rpartition, rests, repeat(b" ")), strict=True)
+        shapes = b"\n".join(targets).translate(_FOLD).split(b"\n")
+        for i in compress(range(len(targets)), map(bytes.__contains__, targets, repeat(b"%"))):
+            shapes[i] = shape_of(targets[i]) or b""
+        known = list(map(self._requests.get, zip(methods, shapes, versions, strict=True)))
+        passed = list(compress(misses, map(operator.eq, known, repeat(OK))))
+        if len(cache) + len(passed) > CACHE_SIZE:
+            cache.clear()
+        cache.update(zip(passed, repeat(OK)))
+        judged = []
+        for field, target, shape, verdict in zip(misses, targets, shapes, known, strict=True):
+            if verdict is None:  # a new shape, or none
+                verdict = cache.get(field) or judge(field)
+            elif verdict != OK:  # as _judge_request does for a known shape
+                self._judged(field, target, shape, verdict)
+                _remember(cache, field, verdict)
+            judged.append(verdict)
+        if len(judged) == len(fields):
+            return judged
+        found = iter(judged)
+        return [verdict or next(found) for verdict in verdicts]
+
     def _count_observed(self, found: list[tuple[bytes, bytes, bytes]], observer: Observer) -> None:
         """:meth:`_count` for ``--suggest``: each distinct request field and
         status (``field" NNN``) is counted; a rejected one is told to the
         observer with its target, its clients and its first and last time.
         Only the lines of rejected fields are looked at one by one."""
         heads, times, keys = zip(*found, strict=True)
-        statuses: Counter[bytes] = Counter()
         tally = self._tally
-        cached = self._log_cache.get
-        end = -_STATUS_SUFFIX
-        rejected: dict[bytes, tuple[bytes, bytes | None, str]] = {}
-        targets = self._rejected_targets
         counts = Counter(keys)
-        for key, count in counts.items():
-            field = key[:end]
-            verdict = cached(field)
-            if verdict is None:
-                verdict = self._judge_request(field)
+        distinct = list(counts)
+        fields = list(map(_FIELD_OF, distinct))
+        verdicts = self._judge_fields(fields)
+        for verdict, count in zip(verdicts, counts.values(), strict=True):
             tally[verdict] += count
-            if verdict == UNPARSEABLE:
-                continue  # a request without a target
-            statuses[key[-3:]] += count
-            if verdict != OK:
+        # Statuses of the requests with a target: every line's, counted in C,
+        # less those of a request without one (rare).
+        statuses = Counter(map(_STATUS_OF, keys))
+        rejected: dict[bytes, tuple[bytes, bytes | None, str]] = {}
+        if verdicts.count(OK) != len(verdicts):
+            targets = self._rejected_targets
+            for key, field, verdict in compress(
+                zip(distinct, fields, verdicts, strict=True), map(OK.__ne__, verdicts)
+            ):
+                if verdict == UNPARSEABLE:
+                    statuses[key[-3:]] -= counts[key]  # a request without a target
+                    continue
                 known = targets.get(field)
                 if known is not None:
                     rejected[key] = (known[0], known[1], verdict)
@@ -763,7 +826,7 @@ class Auditor:
                     max(seen, default=None),
                     shape=shape,
                 )
-        observer.count_statuses({int(status): n for status, n in statuses.items()})
+        observer.count_statuses({int(status): n for status, n in statuses.items() if n})
 
     def _observe_lines(self, counts: Counter[bytes], observer: Observer) -> None:
         cached = self._target_cache.get
@@ -785,12 +848,19 @@ class Auditor:
     # -- verdicts (once per distinct field) ------------------------------------
 
     def _judge_request(self, field: bytes) -> str:
-        shaped = self._request_shape(field)
-        if shaped is not None:
-            verdict = self._requests.get(shaped[0])
+        # Once per distinct field: a log of distinct targets comes here for
+        # every line, so the shape's verdict is found without further calls.
+        key = self._request_key(field) if self._shaping else None
+        if key is not None:
+            verdict = self._requests.get(key)
             if verdict is not None:
-                self._judged(field, shaped[1], shaped[2], verdict)
-                _remember(self._log_cache, field, verdict)
+                if verdict != OK and verdict != UNPARSEABLE:
+                    target = field[len(key[0]) + 1 : len(field) - len(key[2]) - 1]
+                    self._judged(field, target, key[1], verdict)
+                cache = self._log_cache
+                if len(cache) >= CACHE_SIZE:
+                    cache.clear()
+                cache[field] = verdict
                 return verdict
         request = _REQUEST_LINE.fullmatch(unescape_log(field))
         if request is None:
@@ -803,29 +873,28 @@ class Auditor:
             if verdict != OK and self._observer is not None:
                 self._found(field, request[2], self._last_shape)
         _remember(self._log_cache, field, verdict)
-        if shaped is not None:
-            _remember(self._requests, shaped[0], verdict)
+        if key is not None:
+            _remember(self._requests, key, verdict)
         return verdict
 
-    def _request_shape(self, field: bytes) -> tuple[tuple[bytes, ...], bytes, bytes] | None:
-        """The key of a request field's verdict among those of its shape:
-        its method and version as they are and its target's shape (see
-        :func:`shape_of`), with the target and its shape; ``None`` when the
-        shape does not decide the verdict: a field with log escapes (the
-        field is not yet the request line), per-route policies (chosen by
-        the path itself), a target not in origin-form, or a policy that
-        does not allow every letter and digit. The request line's grammar
+    @staticmethod
+    def _request_key(field: bytes) -> tuple[bytes, bytes, bytes] | None:
+        """The key of a request field's verdict among those of its shape
+        (when the policy lets shapes decide, see ``_shaping``): its method
+        and version as they are and its target's shape (see
+        :func:`shape_of`); ``None`` when the shape does not decide the
+        verdict: a field with log escapes (the field is not yet the request
+        line) or a target not in origin-form. The request line's grammar
         reads only the method, the spaces and the version."""
-        if self._routes.routes or _BACKSLASH in field:
+        if _BACKSLASH in field:
             return None
         first, last = field.find(b" "), field.rfind(b" ")
-        if first < 0 or last <= first:
+        # Origin-form: the target (between the first and last space) starts with '/'.
+        if first < 0 or last <= first + 1 or field[first + 1] != _SLASH:
             return None
         target = field[first + 1 : last]
-        key = self._shape_key(target, self._routes.policy)
-        if key is None:
-            return None
-        return (field[:first], key[1], field[last:]), target, key[1]
+        shape = target.translate(_FOLD) if b"%" not in target else shape_of(target)
+        return None if shape is None else (field[:first], shape, field[last + 1 :])
 
     def _judged(self, field: bytes, target: bytes, shape: bytes, verdict: str) -> None:
         """What judging a request does besides its verdict: an example of a
@@ -877,6 +946,11 @@ class Auditor:
             return None
         shape = shape_of(target)
         return None if shape is None else (id(policy), shape)
+
+
+# The status of a ``field" NNN`` key, and its field.
+_STATUS_OF: Final = operator.itemgetter(slice(-3, None))
+_FIELD_OF: Final = operator.itemgetter(slice(None, -_STATUS_SUFFIX))
 
 
 def _target_of(field: bytes) -> bytes | None:

@@ -223,14 +223,16 @@ def _parser() -> argparse.ArgumentParser:
         "--suggest",
         action="store_true",
         help="print a TOML configuration that admits the requests the logs show answered "
-        "2xx/3xx and the policy rejects, where the evidence is enough (see --min-requests, "
-        "--min-clients, --min-hours), by the narrowest change (a route under the common "
-        "prefix of the requests that need it), each line commented with its evidence; "
+        "2xx/304 and the policy rejects, where the evidence of use is enough (see "
+        "--min-requests, --min-networks, --min-days; redirects and clients that break "
+        "several kinds of rule do not count), by the narrowest change (a route under the "
+        "common prefix of the requests that need it), each line commented with its evidence; "
         "never loosens invalid-utf8, malformed-escape, fragment, bad-form, dot segments, "
-        "drive letters, control and bidi characters, raw characters no browser sends in a "
-        "path, an empty segment beside a kept separator or a dangerous double encoding, and "
-        "lists what they will stop and what lacks evidence. Needs logs with a status "
-        "(combined, common or vhost_combined format)",
+        "drive letters, control and bidi characters (CR, LF and TAB only under a route, "
+        "never where a redirect answered them), raw characters no browser sends in a path, "
+        "an empty segment beside a kept separator, a dangerous double encoding or a limit "
+        "past its bound, and lists what they will stop and what lacks evidence. Needs logs "
+        "with a status (combined, common or vhost_combined format)",
     )
     thresholds = Thresholds()
     audit.add_argument(
@@ -238,24 +240,24 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         default=thresholds.requests,
-        help="with --suggest: requests answered 2xx/3xx a change needs under a route "
+        help="with --suggest: requests answered 2xx/304 a change needs under a route "
         f"(default {thresholds.requests}; the top level needs {SITE_FACTOR} times as many)",
     )
     audit.add_argument(
-        "--min-clients",
+        "--min-networks",
         type=int,
         metavar="N",
-        default=thresholds.clients,
-        help="with --suggest: distinct clients (IPv4 addresses, IPv6 /64 networks) those "
-        f"requests come from (default {thresholds.clients}; the top level: {SITE_FACTOR} times)",
+        default=thresholds.networks,
+        help="with --suggest: distinct networks (IPv4 /24, IPv6 /48) those requests come "
+        f"from (default {thresholds.networks}; the top level: {SITE_FACTOR} times)",
     )
     audit.add_argument(
-        "--min-hours",
-        type=float,
-        metavar="H",
-        default=thresholds.hours,
-        help="with --suggest: hours between the first and the last of those requests "
-        f"(default {thresholds.hours:g}; the top level: {SITE_FACTOR} times)",
+        "--min-days",
+        type=int,
+        metavar="N",
+        default=thresholds.days,
+        help="with --suggest: calendar days (UTC) those requests fall on, the first and the "
+        f"last at least N-1 days apart (default {thresholds.days})",
     )
     audit.add_argument(
         "--max-routes",
@@ -509,8 +511,8 @@ def _host_stopped_text(stopped: dict[str, int]) -> str:
 
 _THRESHOLD_OPTIONS: Final = {
     "min_requests": "requests",
-    "min_clients": "clients",
-    "min_hours": "hours",
+    "min_networks": "networks",
+    "min_days": "days",
     "max_routes": "routes",
 }
 
@@ -553,7 +555,7 @@ def _suggestion_summary(
     suggestion: Suggestion, report: Report, path: str, host_stopped: dict[str, int]
 ) -> str:
     s = suggestion
-    refused = sum(r.evidence.requests + r.evidence.contested for r in s.refused)
+    refused = sum(r.evidence.served for r in s.refused)
     lines = [
         f"wrote        {_shown_path(path)}",
         f"lines        {report.lines:>12,}",
@@ -569,7 +571,8 @@ def _suggestion_summary(
         e = change.admits
         lines.append(
             f"  {where}: {change.key} ({', '.join(change.rules)}) admits "
-            f"{e.requests:,} requests from {e.clients:,} clients, {e.failed:,} answered 4xx/5xx"
+            f"{e.requests:,} requests from {e.networks:,} networks on {e.days:,} days, "
+            f"{e.failed:,} answered 4xx/5xx"
         )
     for refusal in s.refused[:_SUMMARY_REFUSED]:
         e = refusal.evidence
@@ -577,8 +580,7 @@ def _suggestion_summary(
             "at the top level" if refusal.scope == "/" else f"under {toml_string(refusal.scope)}"
         )
         lines.append(
-            f"refused      {e.requests + e.contested:>12,}  {', '.join(refusal.rules)} "
-            f"{where}: {refusal.reason}"
+            f"refused      {e.served:>12,}  {', '.join(refusal.rules)} {where}: {refusal.reason}"
         )
     if len(s.refused) > _SUMMARY_REFUSED:
         lines.append(
