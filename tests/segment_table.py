@@ -32,7 +32,6 @@ from typing import Any
 
 import pytest
 
-from rawhttp import free_port, request, running
 from urlguard import Policy
 
 P = pytest.param
@@ -136,6 +135,10 @@ def answer_of(status: int, body: dict[str, Any] | None) -> tuple[int, Any]:
 def first_answer(argv: list[str], cwd: str | os.PathLike[str]) -> Any:
     """The JSON answer of a fresh server's very first request, ``/units/kg%2Fs``
     (``argv`` with ``{port}`` where the port goes; ``running`` only connects)."""
+    # Here, not at the top: the e2e applications served import this module
+    # too, from a server process that has no example_apps on its path.
+    from rawhttp import free_port, request, running
+
     port = free_port()
     with running([arg.format(port=port) for arg in argv], port, cwd=cwd):
         return json.loads(request(port, b"/units/kg%2Fs").body)
