@@ -29,7 +29,7 @@ import importlib
 import os
 from abc import ABCMeta, abstractmethod
 from types import ModuleType
-from typing import cast
+from typing import NamedTuple, cast
 
 import pytest
 
@@ -141,3 +141,19 @@ def parser(request: pytest.FixtureRequest) -> Parser:
 def implementation(parser: Parser) -> str:
     """The name of the parser this test runs on, ``"python"`` or ``"compiled"``."""
     return implementation_name(parser)
+
+
+class Ran(NamedTuple):
+    """What the ``urlguard`` command line returned and printed, run in process."""
+
+    code: int
+    out: str
+    err: str
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> Ran:
+    from urlguard.cli import main
+
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return Ran(code, captured.out, captured.err)

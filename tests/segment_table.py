@@ -90,6 +90,16 @@ TABLE: list[Any] = [
     P("/nul/%00etc%00passwd;x", 200, {"route": "nul", "u": "\x00etc\x00passwd;x"}, id="nul"),
 ]
 
+
+def with_table_policies(guard: dict[str, Any]) -> dict[str, Any]:
+    """The guard's options, with the table's where they name no policy:
+    :data:`KEEP`, and :data:`REPRO_ROUTES` below it."""
+    guard.setdefault("policy", KEEP)
+    if guard["policy"] is KEEP:
+        guard.setdefault("routes", REPRO_ROUTES)
+    return guard
+
+
 #: The same application under the default policy: a %2F is refused everywhere.
 DEFAULT_TABLE: list[Any] = [
     P("/units/kg%2Fs", 400, "encoded-slash", id="kept-slash"),

@@ -24,7 +24,6 @@ from urlguard import InvalidTarget, Policy, config_from_mapping, parse_target
 from urlguard import _grammar as g
 from urlguard._routes import RouteTable, path_of
 from urlguard._suggest import Ledger, Suggestion, Thresholds, suggest
-from urlguard.cli import main
 
 P = pytest.param
 BROWSER_QUERY = g.to_str(g.BROWSER_QUERY_EXTRA)  # '[\\]^`{|}'
@@ -288,20 +287,6 @@ def log_lines(requests: Sequence[Request]) -> list[bytes]:
 def write_log(path: Path, requests: Sequence[Request]) -> Path:
     path.write_bytes(b"".join(line + b"\n" for line in log_lines(requests)))
     return path
-
-
-class Ran(NamedTuple):
-    """What ``urlguard`` returned and printed."""
-
-    code: int
-    out: str
-    err: str
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> Ran:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return Ran(code, captured.out, captured.err)
 
 
 # --- generated logs: visitors of a site, and campaigns against it -----------------------------

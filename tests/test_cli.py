@@ -22,11 +22,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 
 import urlguard.cli
+from conftest import run
 from urlguard import RULES, Policy, parse_target
 from urlguard._audit import CHUNK, MAX_LINE
 from urlguard.cli import main
@@ -38,20 +38,6 @@ PROGRAMS = [
     P([sys.executable, "-m", "urlguard"], id="python -m urlguard"),
 ]
 JSON_FIELDS = ["target", "ok", "rule", "segments", "query"]
-
-
-class Ran(NamedTuple):
-    """What ``urlguard`` returned and printed."""
-
-    code: int
-    out: str
-    err: str
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> Ran:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return Ran(code, captured.out, captured.err)
 
 
 def program(

@@ -45,6 +45,7 @@ from segment_table import (
     TABLE,
     answer_of,
     first_answer,
+    with_table_policies,
 )
 from urlguard import build_target
 from urlguard.asgi import StrictURLMiddleware as ASGIGuard
@@ -241,22 +242,15 @@ def asgi_get(app: Any, target: bytes, root_path: str = "") -> Answer:
 def wsgi_app(parser: Parser, **guard: Any) -> Any:
     from django.core.wsgi import get_wsgi_application
 
-    _defaults(guard)
+    with_table_policies(guard)
     return WSGIGuard(get_wsgi_application(), parser=parser, **guard)
 
 
 def asgi_app(parser: Parser, **guard: Any) -> Any:
     from django.core.asgi import get_asgi_application
 
-    _defaults(guard)
+    with_table_policies(guard)
     return ASGIGuard(get_asgi_application(), parser=parser, **guard)
-
-
-def _defaults(guard: dict[str, Any]) -> None:
-    """``KEEP`` and the shared table's per-route policies, unless given."""
-    guard.setdefault("policy", KEEP)
-    if guard["policy"] is KEEP:
-        guard.setdefault("routes", REPRO_ROUTES)
 
 
 def getter(kind: str, parser: Parser, **guard: Any) -> Any:

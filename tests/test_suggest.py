@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import urlguard._suggest
+from conftest import run
 from suggest_helpers import (
     ANY,
     ATTACKS_FAILED,
@@ -50,7 +51,6 @@ from suggest_helpers import (
     never_loosened,
     read_back,
     refused_requests,
-    run,
     sent,
     shop,
     shop_ledger,

@@ -37,9 +37,9 @@ from ._policy import DEFAULT_POLICY
 
 __all__ = ["decode", "routing_path", "url_text"]
 
-# What a routing path escapes in a segment: a '/' kept inside it, and '%'
-# (RFC 3986 §2.1), so that a '%' in the path always starts one of the two.
-_ESCAPES: Final = ("%2F", "%25")
+# A routing path escapes two characters in a segment: a '/' kept inside it
+# as %2F, and '%' as %25 (RFC 3986 §2.1), so that a '%' in the path always
+# starts one of the two.
 # An escape of anything but those two (RFC 3986 §2.1: '%' and two hex digits).
 _OTHER_ESCAPE: Final = re.compile(rb"%(?!2[Ff5])")
 
@@ -83,7 +83,7 @@ def decode(value: str) -> str:
     """
     if "%2" not in value:
         return value
-    return value.replace(_ESCAPES[0], "/").replace(_ESCAPES[1], "%")
+    return value.replace("%2F", "/").replace("%25", "%")
 
 
 # What a built segment must pass: the default rules, a '/' kept.
@@ -100,9 +100,9 @@ def url_text(value: object) -> str:
     U+202E: forbidden-char), so a URL built is one that routes back to it.
     """
     text = str(value)
-    if text in ("", ".", ".."):
-        # RFC 3986 §5.2.4: no escape of "." survives dot-segment removal.
-        raise ValueError(f"a segment parameter cannot be {text!r}")
+    if not text:
+        # "/" alone is a valid target, but no segment: the route would not match.
+        raise ValueError("a segment parameter cannot be empty")
     try:
         encoded = encode_path_segment(text)
     except ValueError:  # a lone surrogate: no UTF-8 for it (RFC 3629 §3)

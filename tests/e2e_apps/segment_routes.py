@@ -24,7 +24,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 import urlguard.integrations.fastapi  # noqa: F401  # registers {name:segment}
-from segment_table import KEEP, REPRO_ROUTES
+from segment_table import with_table_policies
 from urlguard.asgi import StrictURLMiddleware
 
 
@@ -54,16 +54,10 @@ ROUTES = [
 ]
 
 
-def _defaults(guard: dict[str, Any]) -> None:
-    guard.setdefault("policy", KEEP)
-    if guard["policy"] is KEEP:
-        guard.setdefault("routes", REPRO_ROUTES)
-
-
 def starlette(routes: list[tuple[str, str]] = ROUTES, **guard: Any) -> Starlette:
     """The application, guarded with ``guard`` (by default: :data:`KEEP` and
     the shared table's per-route policies)."""
-    _defaults(guard)
+    with_table_policies(guard)
     sub = Starlette(routes=[Route("/s/{b:segment}", _answer("sub"))])
     return Starlette(
         routes=[
@@ -76,7 +70,7 @@ def starlette(routes: list[tuple[str, str]] = ROUTES, **guard: Any) -> Starlette
 
 
 def fastapi(routes: list[tuple[str, str]] = ROUTES, **guard: Any) -> FastAPI:
-    _defaults(guard)
+    with_table_policies(guard)
     app = FastAPI()
     app.add_middleware(StrictURLMiddleware, **guard)
     router = APIRouter()
