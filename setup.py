@@ -1,8 +1,8 @@
 """Build the optional compiled parser; fall back to pure Python without a compiler.
 
 Everything else about the package is in pyproject.toml. The extension
-(``urlguard._parser_c``, from ``src/urlguard/_parser_c.pyx``) is an
-accelerator: ``urlguard._parser_py`` gives the same answer on every input.
+(``urlguard._url.parser_c``, from ``src/urlguard/_url/parser_c.pyx``) is an
+accelerator: ``urlguard._url.parser_py`` gives the same answer on every input.
 
 * ``URLGUARD_NO_EXTENSIONS=1`` (or ``true``, ``yes``) builds no extension, so
   the wheel is the pure ``py3-none-any`` one.
@@ -17,7 +17,7 @@ accelerator: ``urlguard._parser_py`` gives the same answer on every input.
   UndefinedBehaviorSanitizer (``tox -e asan``).
 
 A tree that was built before keeps its compiled module in ``build/`` (and,
-after ``build_ext --inplace``, in ``src/urlguard/``). A build without a
+after ``build_ext --inplace``, in ``src/urlguard/_url/``). A build without a
 compiler must not ship it: setuptools skips the compiler when that module is
 newer than its sources, and copies the whole build directory into the wheel.
 So the compiler is tried on every build (a probe, before the up-to-date
@@ -147,8 +147,8 @@ def _extensions() -> list[Extension]:
         compile_args = ["-O1", "-fno-sanitize-recover=undefined", *sanitize]
         link_args = sanitize
     extension = Extension(
-        "urlguard._parser_c",
-        ["src/urlguard/_parser_c.pyx"],
+        "urlguard._url.parser_c",
+        ["src/urlguard/_url/parser_c.pyx"],
         extra_compile_args=compile_args,
         extra_link_args=link_args,
     )

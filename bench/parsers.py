@@ -16,11 +16,11 @@ Parse = Callable[[bytes], object]
 
 
 def available() -> dict[str, ModuleType]:
-    """``compiled`` (``urlguard._parser_c``, when it is built) and ``reference``."""
+    """``compiled`` (``urlguard._url.parser_c``, when it is built) and ``reference``."""
     found: dict[str, ModuleType] = {}
     with contextlib.suppress(ImportError):  # not built here
-        found["compiled"] = importlib.import_module("urlguard._parser_c")
-    found["reference"] = importlib.import_module("urlguard._parser_py")
+        found["compiled"] = importlib.import_module("urlguard._url.parser_c")
+    found["reference"] = importlib.import_module("urlguard._url.parser_py")
     return found
 
 

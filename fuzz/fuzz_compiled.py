@@ -39,12 +39,13 @@ if not MUTATE:
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 if MUTATE:
-    import urlguard._parser_py as reference
+    import urlguard._url.parser_py as reference
 else:
-    with atheris.instrument_imports(include=["urlguard._parser_py", "urlguard._target"]):
-        import urlguard._parser_py as reference
+    with atheris.instrument_imports(include=["urlguard._url.parser_py", "urlguard._url.target"]):
+        import urlguard._url.parser_py as reference
 
-import urlguard._parser_c as compiled  # noqa: E402  (after the instrumented import)
+import urlguard._url.parser_c as compiled  # noqa: E402  (after the instrumented import)
+
 from test_parser_c import POLICY_VALUES, verdict  # noqa: E402
 
 

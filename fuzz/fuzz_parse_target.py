@@ -31,10 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 with atheris.instrument_imports(include=["urlguard"]):
     import urlguard  # imported here so that it is instrumented
-    import urlguard._parser_py  # the reference, which urlguard itself may not import
+    import urlguard._url.parser_py  # the reference, which urlguard itself may not import
 
 from test_fuzz_regressions import FUZZ_POLICIES, check_one
-from urlguard import InvalidTarget, _parser_py
+from urlguard import InvalidTarget
+from urlguard._url import parser_py as _parser_py
 
 
 def check(data: bytes) -> None:

@@ -45,8 +45,9 @@ from typing import Any, Final, Protocol, cast
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 # The compiled parser must be built: there is nothing to compare without it.
-import urlguard._parser_c
-import urlguard._parser_py
+import urlguard._url.parser_c
+
+import urlguard._url.parser_py
 from conftest import Parser
 from test_policy_space import (
     GuardCase,
@@ -63,8 +64,8 @@ from test_policy_space import (
 )
 from urlguard import Policy
 
-COMPILED: Final = cast(Parser, urlguard._parser_c)
-PURE: Final = cast(Parser, urlguard._parser_py)
+COMPILED: Final = cast(Parser, urlguard._url.parser_c)
+PURE: Final = cast(Parser, urlguard._url.parser_py)
 
 #: Targets per drawn policy: building a Policy (and the compiled parser's
 #: tables for it) costs as much as a few dozen parses.

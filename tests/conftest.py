@@ -1,8 +1,8 @@
 """Both parsers, one suite.
 
-urlguard has two implementations of one parser (see ``urlguard._parser``):
-the pure-Python reference, ``urlguard._parser_py``, and the compiled module,
-``urlguard._parser_c``. Each exports ``parse_target`` and
+urlguard has two implementations of one parser (see ``urlguard._url.parser``):
+the pure-Python reference, ``urlguard._url.parser_py``, and the compiled module,
+``urlguard._url.parser_c``. Each exports ``parse_target`` and
 ``parse_split_target``. As in yarl's and propcache's suites, a test of the
 parser or of anything that calls it (the guard, both middlewares, the
 framework integrations) asks for the ``parser`` fixture, which is
@@ -34,20 +34,20 @@ from typing import NamedTuple, cast
 import pytest
 
 import urlguard
-import urlguard._parser
+import urlguard._url.parser
 from urlguard import Policy, Target
-from urlguard._host import Host
-from urlguard._parser_py import HostValue
+from urlguard._url.host import Host
+from urlguard._url.parser_py import HostValue
 
-REFERENCE_MODULE = "urlguard._parser_py"
-COMPILED_MODULE = "urlguard._parser_c"
+REFERENCE_MODULE = "urlguard._url.parser_py"
+COMPILED_MODULE = "urlguard._url.parser_c"
 #: The name of each implementation, and its module.
 MODULES = {"python": REFERENCE_MODULE, "compiled": COMPILED_MODULE}
 
 
 class Parser(ModuleType, metaclass=ABCMeta):
-    """What a parser module holds, for the type checker: ``urlguard._parser_py``
-    and ``urlguard._parser_c`` both export these functions. Nothing is an
+    """What a parser module holds, for the type checker: ``urlguard._url.parser_py``
+    and ``urlguard._url.parser_c`` both export these functions. Nothing is an
     instance of it: the fixture hands over the module itself, typed as this."""
 
     @abstractmethod
@@ -73,7 +73,7 @@ class Parser(ModuleType, metaclass=ABCMeta):
 
 #: The parser urlguard chose at import (``urlguard.parse_target`` is its
 #: function): what the fuzz targets, which reuse test oracles, check.
-CHOSEN = cast(Parser, urlguard._parser.PARSER)
+CHOSEN = cast(Parser, urlguard._url.parser.PARSER)
 
 
 def _compiled_expected() -> bool:
@@ -120,7 +120,7 @@ def _implementations() -> list[str]:
     absence fails each test instead of leaving them out)."""
     if _compiled_expected():
         return ["python", "compiled"]
-    if urlguard._parser._no_extensions():
+    if urlguard._url.parser._no_extensions():
         return ["python"]
     try:
         importlib.import_module(COMPILED_MODULE)
@@ -131,8 +131,8 @@ def _implementations() -> list[str]:
 
 @pytest.fixture(scope="session", params=_implementations())
 def parser(request: pytest.FixtureRequest) -> Parser:
-    """The parser module this test runs on: ``urlguard._parser_py``, then
-    ``urlguard._parser_c``."""
+    """The parser module this test runs on: ``urlguard._url.parser_py``, then
+    ``urlguard._url.parser_c``."""
     name: str = request.param
     return implementation_module(name)
 

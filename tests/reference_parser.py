@@ -41,7 +41,7 @@ choices (docs/rules.md and the docstrings of ``urlguard.Policy``):
 * empty-segment looks at the raw segment: under path_params="split", ';p=1'
   is not empty even though its name is.
 * Absolute-form: http or https in any case, '://', an authority that the
-  host grammar accepts (urlguard._host, with truth tables of its own; else
+  host grammar accepts (urlguard._url.host, with truth tables of its own; else
   bad-host, component "target"), then the path and query; an empty path
   means '/'.
 """
@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from urlguard import InvalidTarget
-from urlguard._host import parse_host
+from urlguard._url.host import parse_host
 
 # --- RFC 3986 character sets, typed out from the RFC text ------------------------------------
 

@@ -21,9 +21,9 @@ from urllib.parse import unquote_to_bytes
 import pytest
 
 from urlguard import InvalidTarget, Policy, config_from_mapping, parse_target
-from urlguard import _grammar as g
-from urlguard._routes import RouteTable, path_of
-from urlguard._suggest import Ledger, Suggestion, Thresholds, suggest
+from urlguard._guard.routes import RouteTable, path_of
+from urlguard._url import grammar as g
+from urlguard.cli.suggest import Ledger, Suggestion, Thresholds, suggest
 
 P = pytest.param
 BROWSER_QUERY = g.to_str(g.BROWSER_QUERY_EXTRA)  # '[\\]^`{|}'

@@ -1,4 +1,4 @@
-"""The pieces of ``urlguard._audit`` that ``audit --suggest`` leans on: the
+"""The pieces of ``urlguard.cli.audit`` that ``audit --suggest`` leans on: the
 shape of a target (one verdict per shape), the client and the time of a
 log line."""
 
@@ -13,18 +13,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import urlguard._audit
+import urlguard.cli.audit
 from urlguard import InvalidTarget, Policy, parse_target
-from urlguard import _grammar as g
-from urlguard._allowed_hosts import AllowedHosts
-from urlguard._audit import MAX_LINE, Auditor, Format, client_of, folds, log_time, shape_of
-from urlguard._host import parse_host
+from urlguard._guard.allowed_hosts import AllowedHosts
+from urlguard._url import grammar as g
+from urlguard._url.host import parse_host
+from urlguard.cli.audit import MAX_LINE, Auditor, Format, client_of, folds, log_time, shape_of
 
 P = pytest.param
 
 
 def test_docstring_examples() -> None:
-    assert doctest.testmod(urlguard._audit).failed == 0
+    assert doctest.testmod(urlguard.cli.audit).failed == 0
 
 
 def verdict(target: bytes, policy: Policy) -> str:

@@ -28,8 +28,8 @@ import pytest
 import urlguard.cli
 from conftest import run
 from urlguard import RULES, Policy, parse_target
-from urlguard._audit import CHUNK, MAX_LINE
 from urlguard.cli import main
+from urlguard.cli.audit import CHUNK, MAX_LINE
 
 P = pytest.param
 ENTRY = Path(sys.executable).parent / "urlguard"
@@ -1331,7 +1331,7 @@ def test_audit_progress(stderr_is_tty: bool, block_tqdm: bool, shown: bool) -> N
         assert b"B/s" not in err
         assert b"MB" not in err
     elif block_tqdm:
-        assert err.replace(b"\r\n", b"\n") == urlguard.cli._NO_PROGRESS.encode() + b"\n"
+        assert err.replace(b"\r\n", b"\n") == urlguard.cli.commands._NO_PROGRESS.encode() + b"\n"
     else:
         assert err == b""
 
@@ -1355,7 +1355,7 @@ def audit_on(
     shown from the start (no delay): stdout and stderr are one stream when
     ``stderr`` is a terminal, as on a screen."""
     stdout = stderr if stderr.isatty() else io.StringIO()
-    monkeypatch.setattr(urlguard.cli, "_PROGRESS_DELAY", 0)
+    monkeypatch.setattr(urlguard.cli.commands, "_PROGRESS_DELAY", 0)
     monkeypatch.setattr(sys, "stdout", stdout)
     monkeypatch.setattr(sys, "stderr", stderr)
     code = main(["audit", *argv])
@@ -1418,14 +1418,14 @@ def test_audit_without_tqdm_says_how_to_get_progress(
     first.write_bytes(log([combined(b"GET / HTTP/1.1")] * 3))
     second.write_bytes(log([combined(b"GET /a%2Fb HTTP/1.1")] * 5))
     monkeypatch.setitem(sys.modules, "tqdm", None)  # as without the cli extra
-    monkeypatch.setattr(urlguard.cli, "_PROGRESS_DELAY", delay)
+    monkeypatch.setattr(urlguard.cli.commands, "_PROGRESS_DELAY", delay)
     terminal = FakeTerminal()  # stdout and stderr, one screen
     monkeypatch.setattr(sys, "stdout", terminal)
     monkeypatch.setattr(sys, "stderr", terminal)
     assert main(["audit", str(first), str(second)]) == 1
     screen = terminal.getvalue()
-    hint = urlguard.cli._NO_PROGRESS + "\n"
-    assert screen.count(urlguard.cli._NO_PROGRESS) == (1 if said else 0)
+    hint = urlguard.cli.commands._NO_PROGRESS + "\n"
+    assert screen.count(urlguard.cli.commands._NO_PROGRESS) == (1 if said else 0)
     assert screen.removeprefix(hint if said else "").startswith("policy ")
     assert "pip install '.[cli]'" in hint
 

@@ -74,8 +74,8 @@ import pytest
 import tour
 import urlguard
 from rawhttp import free_port, request, running
-from urlguard import cli
-from urlguard._audit import HOST_FORMATS
+from urlguard.cli import commands as cli
+from urlguard.cli.audit import HOST_FORMATS
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Every page a reader copies code from.

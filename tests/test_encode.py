@@ -2,7 +2,7 @@
 
 The expected sets below are typed from the literal text of RFC 3986 §2.2,
 §2.3 and §3.3-§3.5 and of "How do you escape a complete URI?" (2012), on
-purpose: the code derives them from ``_grammar`` by set algebra, the tests
+purpose: the code derives them from ``grammar`` by set algebra, the tests
 check the result against the RFC.
 """
 
@@ -19,8 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import urlguard
-from urlguard import _encode, _grammar
-from urlguard._encode import (
+from urlguard._url import encode as _encode
+from urlguard._url import grammar as _grammar
+from urlguard._url.encode import (
     build_target,
     build_url,
     clean_uri,

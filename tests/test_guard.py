@@ -34,12 +34,12 @@ from typing import Any, NamedTuple, get_type_hints
 
 import pytest
 
-import urlguard._parser
+import urlguard._url.parser
 from conftest import Parser, implementation_name
 from log_checks import assert_error_logged
 from urlguard import Config, InvalidTarget, Policy, Target, asgi, wsgi
-from urlguard._answers import Answer, describe, forbidden_class
-from urlguard._guard import (
+from urlguard._guard.answers import Answer, describe, forbidden_class
+from urlguard._guard.decision import (
     Guard,
     GuardedMiddleware,
     MissingRawTarget,
@@ -47,7 +47,7 @@ from urlguard._guard import (
     RoutingPath,
     rebuild_target,
 )
-from urlguard._host import Host
+from urlguard._url.host import Host
 
 P = pytest.param
 Carrier = dict[str, Any]
@@ -205,7 +205,7 @@ def test_middleware_hands_its_options_to_its_guard(
     assert (guarded.mode, guard.mode) == ("report", "report")
     assert guard.decide(b"/%C4", None, None, carrier) is None
     assert guarded.violations == guard.violations == {"invalid-utf8": 1}
-    assert middleware(_app)._guard.parser is urlguard._parser.PARSER
+    assert middleware(_app)._guard.parser is urlguard._url.parser.PARSER
     assert middleware(_app).mode == "enforce"
 
 
@@ -272,7 +272,7 @@ def test_the_guard_parses_with_the_parser_it_is_given(
 
 def test_the_guard_parses_with_the_chosen_parser_by_default() -> None:
     guard = make(None).guard
-    assert guard.parser is urlguard._parser.PARSER
+    assert guard.parser is urlguard._url.parser.PARSER
     assert implementation_name(guard.parser) == urlguard.IMPLEMENTATION
 
 

@@ -1,4 +1,4 @@
-"""The host grammar, :func:`urlguard._host.parse_host`, as truth tables.
+"""The host grammar, :func:`urlguard._url.host.parse_host`, as truth tables.
 
 Each table quotes the rule it checks: RFC 3986 §3.2.2 (``host``,
 ``IP-literal``, ``IPv6address``, ``IPv4address``) and §3.2.3 (``port``),
@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from urlguard import build_url
-from urlguard._allowed_hosts import AllowedHosts
-from urlguard._errors import InvalidTarget
-from urlguard._host import MAX_NAME, Host, parse_host
+from urlguard._guard.allowed_hosts import AllowedHosts
+from urlguard._url.errors import InvalidTarget
+from urlguard._url.host import MAX_NAME, Host, parse_host
 
 DATA = Path(__file__).parent / "data"
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from urlguard import Config, InvalidTarget, Policy, Target
-from urlguard._allowed_hosts import VERDICTS, AllowedHosts
-from urlguard._host import Host
+from urlguard._guard.allowed_hosts import VERDICTS, AllowedHosts
+from urlguard._url.host import Host
 from urlguard.asgi import StrictURLMiddleware as ASGIGuard
 from urlguard.wsgi import StrictURLMiddleware as WSGIGuard
 
@@ -418,7 +418,7 @@ def _wsgi_app(environ: Any, start_response: Any) -> list[bytes]:
 
 def test_an_idn_pattern_is_matched_on_its_a_label() -> None:
     allowed = AllowedHosts(["bücher.example"], "test")
-    from urlguard._host import parse_host
+    from urlguard._url.host import parse_host
 
     assert allowed.allows(parse_host(b"xn--bcher-kva.example"))
     assert not allowed.allows(parse_host(b"bucher.example"))

@@ -16,7 +16,7 @@ import pytest
 import urlguard
 
 P = pytest.param
-COMPILED_BUILT = importlib.util.find_spec("urlguard._parser_c") is not None
+COMPILED_BUILT = importlib.util.find_spec("urlguard._url.parser_c") is not None
 
 
 def _implementation_in_child(value: str | None) -> str:
@@ -24,7 +24,7 @@ def _implementation_in_child(value: str | None) -> str:
     if value is not None:
         env["URLGUARD_NO_EXTENSIONS"] = value
     code = (
-        "import urlguard, urlguard._parser as p;"
+        "import urlguard, urlguard._url.parser as p;"
         "assert urlguard.IMPLEMENTATION == p.IMPLEMENTATION;"
         "print(urlguard.IMPLEMENTATION, p.PARSER.__name__, p.parse_target.__module__)"
     )
@@ -38,7 +38,9 @@ def _implementation_in_child(value: str | None) -> str:
     )
     implementation, chosen, module = result.stdout.split()
     # The module chosen, and the functions exported, are those the name says.
-    expected = "urlguard._parser_c" if implementation == "compiled" else "urlguard._parser_py"
+    expected = (
+        "urlguard._url.parser_c" if implementation == "compiled" else "urlguard._url.parser_py"
+    )
     assert (chosen, module) == (expected, expected)
     return implementation
 
@@ -80,11 +82,13 @@ def test_implementation_is_the_expected_one() -> None:
 
 
 def test_public_parse_target_is_the_chosen_one() -> None:
-    import urlguard._parser as chosen
+    import urlguard._url.parser as chosen
 
     assert urlguard.parse_target is chosen.parse_target
     expected = (
-        "urlguard._parser_c" if urlguard.IMPLEMENTATION == "compiled" else "urlguard._parser_py"
+        "urlguard._url.parser_c"
+        if urlguard.IMPLEMENTATION == "compiled"
+        else "urlguard._url.parser_py"
     )
     assert chosen.PARSER.__name__ == expected
     assert chosen.parse_target is chosen.PARSER.parse_target
@@ -111,7 +115,7 @@ _CHILD = """
 import logging, sys, types
 class NotBuilt:
     def find_spec(self, name, path=None, target=None):
-        if name == "urlguard._parser_c":
+        if name == "urlguard._url.parser_c":
             raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
 if {missing!r}:
     sys.meta_path.insert(0, NotBuilt())
@@ -125,7 +129,7 @@ print("implementation", urlguard.IMPLEMENTATION)
 {body}
 """
 _BY_FUNCTION = """
-from urlguard import _parser
+from urlguard._url import parser as _parser
 _parser.warn_if_pure()
 print("first call")
 _parser.warn_if_pure()
@@ -169,7 +173,7 @@ def test_missing_compiled_parser_warns_once() -> None:
     assert lines[2:] == ["first call", "second call"]
     # One line: a log shows it whole, and it says what to do about it.
     (warning,) = [line for line in lines if "urlguard" in line]
-    assert "No module named 'urlguard._parser_c'" in warning
+    assert "No module named 'urlguard._url.parser_c'" in warning
     assert "install a C compiler" in warning
     assert "--no-cache-dir" in warning
     assert "URLGUARD_NO_EXTENSIONS=1" in warning
@@ -220,9 +224,9 @@ def test_switch_that_is_not_a_yes_still_warns() -> None:
 def test_threads_making_guards_at_once_log_one_line(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from urlguard import _parser
+    from urlguard._url import parser as _parser
 
-    monkeypatch.setattr(_parser, "_missing", "No module named 'urlguard._parser_c'")
+    monkeypatch.setattr(_parser, "_missing", "No module named 'urlguard._url.parser_c'")
     monkeypatch.setattr(_parser, "_warned", False)
     start = threading.Barrier(8)
 

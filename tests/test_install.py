@@ -58,7 +58,7 @@ NOT_SOURCE = shutil.ignore_patterns(
     ".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache", "site",
 )  # fmt: skip
 # The compiled parser in a wheel or a tree, under any platform's suffix.
-COMPILED_MODULE = re.compile(r"(^|/)urlguard/_parser_c\.[^/]*(\.so|\.pyd)$")
+COMPILED_MODULE = re.compile(r"(^|/)urlguard/_url/parser_c\.[^/]*(\.so|\.pyd)$")
 
 # Two guards, one per protocol, with the log on stdout between the marks:
 # the warning, if any, shows which guard logged it.
@@ -179,7 +179,7 @@ def built_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("built")
     tree = _copy_source(base / "tree")
     _build_wheel(tree, base / "first")
-    (module,) = tree.glob("build/lib*/urlguard/_parser_c.*.so")
+    (module,) = tree.glob("build/lib*/urlguard/_url/parser_c.*.so")
     shutil.copy2(module, tree / "src" / "urlguard")
     return tree
 
@@ -187,8 +187,8 @@ def built_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _copy_built(tree: Path, to: Path) -> Path:
     shutil.copytree(tree, to)
     # The precondition: both earlier modules are there to be shipped by mistake.
-    assert list(to.glob("build/lib*/urlguard/_parser_c.*.so"))
-    assert list(to.glob("src/urlguard/_parser_c.*.so"))
+    assert list(to.glob("build/lib*/urlguard/_url/parser_c.*.so"))
+    assert list(to.glob("src/urlguard/_url/parser_c.*.so"))
     return to
 
 
@@ -204,7 +204,7 @@ def test_build_makes_an_sdist_and_a_compiled_wheel(dist: Path) -> None:
     listing = subprocess.run(
         ["tar", "tzf", sdist], capture_output=True, text=True, check=True, timeout=60
     ).stdout
-    for member in ("setup.py", "pyproject.toml", "src/urlguard/_parser_c.pyx", "LICENSE"):
+    for member in ("setup.py", "pyproject.toml", "src/urlguard/_url/parser_c.pyx", "LICENSE"):
         assert f"/{member}" in listing, member
     assert not [name for name in listing.splitlines() if COMPILED_MODULE.search(name)]
 
@@ -274,7 +274,7 @@ def test_built_tree_without_a_compiler_and_without_build_isolation(tmp_path: Pat
     tree = _copy_source(tmp_path / "tree")
     wheel_args = [*pip, "wheel", "-v", "--no-deps", "--no-build-isolation"]
     _run([*wheel_args, "-w", tmp_path / "first", tree], _env(), tmp_path)
-    (module,) = tree.glob("build/lib*/urlguard/_parser_c.*.so")
+    (module,) = tree.glob("build/lib*/urlguard/_url/parser_c.*.so")
     built_at = module.stat().st_mtime_ns
     # The precondition: with a compiler, a second build keeps the module as it is.
     _run([*wheel_args, "-w", tmp_path / "second", tree], _env(), tmp_path)

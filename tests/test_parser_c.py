@@ -1,6 +1,6 @@
 """The compiled parser against the reference, on every input (Hypothesis).
 
-``urlguard._parser_c`` must give exactly what ``urlguard._parser_py`` gives:
+``urlguard._url.parser_c`` must give exactly what ``urlguard._url.parser_py`` gives:
 the same verdict; for a rejection the same rule, component, index, offset
 and message; for an accepted target the same raw fields, authority,
 segments, matrix parameters, query, repr and equality. Inputs are arbitrary
@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 
 from conftest import implementation_module, target_fields
 from urlguard import InvalidTarget, Policy, Target
-from urlguard import _grammar as g
-from urlguard._host import Host
+from urlguard._url import grammar as g
+from urlguard._url.host import Host
 
 P = pytest.param
 ALL_EXTRA = g.to_str(g.ALLOWABLE_RAW_EXTRA)

@@ -41,10 +41,10 @@ from conftest import Parser, implementation_module
 from test_differential import assert_agree, reference_policy
 from test_parser_c import verdict
 from urlguard import RULES, InvalidTarget, Policy, Target
-from urlguard import _grammar as g
-from urlguard._answers import Answer
-from urlguard._config import route_policy
-from urlguard._guard import TARGET_KEY, VIOLATION_KEY, Guard, Request, RoutingPath
+from urlguard._guard.answers import Answer
+from urlguard._guard.config import route_policy
+from urlguard._guard.decision import TARGET_KEY, VIOLATION_KEY, Guard, Request, RoutingPath
+from urlguard._url import grammar as g
 
 T = TypeVar("T")
 

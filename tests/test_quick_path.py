@@ -1,4 +1,4 @@
-"""The pure parser's quick path (``_parser_py._accept_quickly``) under the differential.
+"""The pure parser's quick path (``parser_py._accept_quickly``) under the differential.
 
 The quick path accepts a target with whole-string work where tables derived
 from the ``Policy`` say that no rule can apply, and otherwise leaves the
@@ -26,8 +26,8 @@ import pytest
 from conftest import implementation_module
 from test_policy_space import Seeded, draw_policy, draw_target, three_agree, tokens_for
 from urlguard import InvalidTarget, Policy
-from urlguard import _parser_py as pure
-from urlguard._policy import _forbidden_pattern, _merge, _quick_target_pattern
+from urlguard._url import parser_py as pure
+from urlguard._url.policy import _forbidden_pattern, _merge, _quick_target_pattern
 
 P = pytest.param
 

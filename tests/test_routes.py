@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from urlguard import Policy
-from urlguard._routes import RouteTable, is_server_wide_options, path_of, unmount
+from urlguard._guard.routes import RouteTable, is_server_wide_options, path_of, unmount
 
 KEEP = Policy(encoded_slash="keep")
 SPLIT = Policy(path_params="split")
@@ -101,7 +101,7 @@ def test_is_server_wide_options_never_compares_bytes_with_str() -> None:
     # Under python -bb, bytes == str raises BytesWarning: each case must pass.
     cases = [(m, t) for m in ("OPTIONS", b"OPTIONS", "GET") for t in (b"*", "*", b"/a", "/a")]
     script = (
-        "from urlguard._routes import is_server_wide_options as f\n"
+        "from urlguard._guard.routes import is_server_wide_options as f\n"
         f"for m, t in {cases!r}: f(m, t)\n"
     )
     done = subprocess.run(

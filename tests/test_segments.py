@@ -1,4 +1,4 @@
-"""The routing path and a ``segment`` parameter's text (``urlguard._segments``)."""
+"""The routing path and a ``segment`` parameter's text (``urlguard._guard.segments``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from segment_table import REFUSED, ROUND_TRIP
 from urlguard import InvalidTarget, Policy, parse_target
-from urlguard._segments import decode, routing_path, url_text
+from urlguard._guard.segments import decode, routing_path, url_text
 
 P = pytest.param
 

@@ -1,6 +1,6 @@
 """``urlguard audit --suggest``: from access logs to a configuration.
 
-The engine (``urlguard._suggest``) is fed requests as the auditor feeds it
+The engine (``urlguard.cli.suggest``) is fed requests as the auditor feeds it
 (target, status, count, verdict under the current policy, clients, first
 and last time); the command is run on logs written here, and its
 configuration read back with ``load_config`` and judged again on the same
@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import urlguard._suggest
+import urlguard.cli.suggest
 from conftest import run
 from suggest_helpers import (
     ANY,
@@ -60,8 +60,9 @@ from suggest_helpers import (
     write_log,
 )
 from urlguard import Policy, config_from_mapping, load_config
-from urlguard._routes import RouteTable
-from urlguard._suggest import (
+from urlguard._guard.routes import RouteTable
+from urlguard.cli import main
+from urlguard.cli.suggest import (
     COUNTED,
     Ledger,
     Suggestion,
@@ -71,13 +72,12 @@ from urlguard._suggest import (
     suggest,
     toml_string,
 )
-from urlguard.cli import main
 
 __all__ = ["REALISTIC", "write_log"]  # what the docs' own test reads from here
 
 
 def test_docstring_examples() -> None:
-    assert doctest.testmod(urlguard._suggest).failed == 0
+    assert doctest.testmod(urlguard.cli.suggest).failed == 0
 
 
 @pytest.mark.parametrize(
@@ -706,7 +706,7 @@ def test_a_failure_on_the_very_target_is_evidence_against() -> None:
 def test_a_shape_answered_200_and_404_is_one_route(lines: int) -> None:
     ledger = shop_ledger(lines)
     [cause] = ledger.groups
-    assert len(ledger.groups[cause]) <= urlguard._suggest.MAX_PREFIXES  # bounded memory
+    assert len(ledger.groups[cause]) <= urlguard.cli.suggest.MAX_PREFIXES  # bounded memory
     result = suggest(ledger)
     assert result.mapping == {
         "preset": "strict",
@@ -771,7 +771,7 @@ def test_a_dangerous_double_encoding_keeps_the_setting_from_every_prefix_over_it
 def test_causes_past_the_bound_are_refused_as_one_group() -> None:
     ledger = Ledger(Policy(allowed_ranges=[(0x20, 0x7E)]))
     table = ledger.table
-    for n in range(urlguard._suggest.MAX_CAUSES + 10):
+    for n in range(urlguard.cli.suggest.MAX_CAUSES + 10):
         target = b"/w/" + chr(0x4E00 + n).encode().replace(b"", b"")
         target = b"/w/" + "".join(f"%{b:02X}" for b in chr(0x4E00 + n).encode()).encode()
         error = error_of(target, table)

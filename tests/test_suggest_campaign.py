@@ -37,8 +37,8 @@ from suggest_helpers import (
     verdict,
     visitors_log,
 )
-from urlguard._suggest import Ledger, Thresholds, suggest
 from urlguard.cli import main
+from urlguard.cli.suggest import Ledger, Thresholds, suggest
 
 
 def write(path: Path, lines: list[bytes]) -> Path:

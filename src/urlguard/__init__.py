@@ -12,8 +12,8 @@ one rule code or handed on with its decoded pieces. Nothing is normalized.
 The WSGI and ASGI middlewares live in ``urlguard.wsgi`` and ``urlguard.asgi``.
 """
 
-from ._config import Config, config_from_mapping, load_config
-from ._encode import (
+from ._guard.config import Config, config_from_mapping, load_config
+from ._url.encode import (
     build_target,
     build_url,
     clean_uri,
@@ -23,10 +23,10 @@ from ._encode import (
     encode_query_value,
     pretty_uri,
 )
-from ._errors import RULES, InvalidTarget
-from ._parser import IMPLEMENTATION, parse_target
-from ._policy import Policy
-from ._target import Target
+from ._url.errors import RULES, InvalidTarget
+from ._url.parser import IMPLEMENTATION, parse_target
+from ._url.policy import Policy
+from ._url.target import Target
 
 __all__ = [
     "IMPLEMENTATION",

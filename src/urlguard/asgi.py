@@ -64,11 +64,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any, Final
 
-from ._allowed_hosts import DISAGREEING, MISSING, REPEATED, HostFault
-from ._answers import Answer
-from ._errors import InvalidTarget
-from ._guard import GuardedMiddleware, Request, RoutingPath
-from ._host import Host
+from ._guard.allowed_hosts import DISAGREEING, MISSING, REPEATED, HostFault
+from ._guard.answers import Answer
+from ._guard.decision import GuardedMiddleware, Request, RoutingPath
+from ._url.errors import InvalidTarget
+from ._url.host import Host
 
 __all__ = ["ASGIApp", "OnReject", "OnViolation", "StrictURLMiddleware"]
 
@@ -223,7 +223,7 @@ class _BrokenScope(Exception):
 
 
 def _host(scope: Scope) -> bytes | HostFault | None:
-    """The request's Host value, for the guard (``_allowed_hosts``): the
+    """The request's Host value, for the guard (``allowed_hosts``): the
     ``host`` header (HTTP/2 and HTTP/3 servers put ``:authority`` there);
     ``MISSING`` when an HTTP/1.1 request has none, ``None`` when HTTP/1.0
     has none (RFC 9112 §3.2 makes Host optional there); ``REPEATED`` for

@@ -55,10 +55,10 @@ from collections.abc import Callable, Iterable
 from typing import Final
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
-from ._allowed_hosts import MISSING, HostFault
-from ._answers import Answer
-from ._errors import InvalidTarget
-from ._guard import GuardedMiddleware, Request, RoutingPath
+from ._guard.allowed_hosts import MISSING, HostFault
+from ._guard.answers import Answer
+from ._guard.decision import GuardedMiddleware, Request, RoutingPath
+from ._url.errors import InvalidTarget
 
 __all__ = ["OnReject", "OnViolation", "StrictURLMiddleware"]
 

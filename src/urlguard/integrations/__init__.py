@@ -30,9 +30,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._errors import InvalidTarget
-from .._guard import TARGET_KEY, VIOLATION_KEY
-from .._target import Target
+from .._guard.decision import TARGET_KEY, VIOLATION_KEY
+from .._url.errors import InvalidTarget
+from .._url.target import Target
 
 __all__ = ["TargetUnavailable", "optional_target_from", "target_from", "violation_from"]
 

@@ -65,9 +65,9 @@ from django.urls import register_converter as _register_converter
 from django.urls import reverse as _django_reverse
 from django.utils.functional import lazy
 
-from .. import _segments
-from .._errors import InvalidTarget
-from .._target import Target
+from .._guard import segments as _segments
+from .._url.errors import InvalidTarget
+from .._url.target import Target
 from . import TargetUnavailable, optional_target_from, target_from, violation_from
 
 __all__ = [

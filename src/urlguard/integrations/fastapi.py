@@ -29,8 +29,8 @@ from typing import Annotated
 from fastapi import Depends
 from starlette.requests import HTTPConnection
 
-from .._errors import InvalidTarget
-from .._target import Target
+from .._url.errors import InvalidTarget
+from .._url.target import Target
 from . import TargetUnavailable, optional_target_from, target_from, violation_from
 from . import starlette as _starlette  # noqa: F401  # registers the {name:segment} convertor
 

@@ -43,9 +43,9 @@ from typing import Any
 from flask import request
 from werkzeug.routing import BaseConverter
 
-from .. import _segments
-from .._errors import InvalidTarget
-from .._target import Target
+from .._guard import segments as _segments
+from .._url.errors import InvalidTarget
+from .._url.target import Target
 from . import TargetUnavailable, target_from, violation_from
 
 __all__ = ["SegmentConverter", "TargetUnavailable", "get_target", "get_violation"]

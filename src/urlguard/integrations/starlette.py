@@ -41,9 +41,9 @@ from __future__ import annotations
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import HTTPConnection
 
-from .. import _segments
-from .._errors import InvalidTarget
-from .._target import Target
+from .._guard import segments as _segments
+from .._url.errors import InvalidTarget
+from .._url.target import Target
 from . import TargetUnavailable, target_from, violation_from
 
 __all__ = ["SegmentConvertor", "TargetUnavailable", "get_target", "get_violation"]

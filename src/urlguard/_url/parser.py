@@ -1,6 +1,6 @@
 """Which parser runs: the compiled one when it is there, else the reference.
 
-``urlguard._parser_c`` (Cython) and ``urlguard._parser_py`` (pure Python)
+``urlguard._url.parser_c`` (Cython) and ``urlguard._url.parser_py`` (pure Python)
 export the same functions, ``parse_target``, ``parse_split_target`` and
 ``host_header`` (an ASGI scope's Host), and give the same answer on every
 input; the compiled one is only faster. It is chosen once, at import:
@@ -11,7 +11,7 @@ input; the compiled one is only faster. It is chosen once, at import:
 * so it is when the compiled module was not built (no C compiler at install).
 
 ``PARSER`` is the chosen module: what a guard uses unless it is handed
-another (``StrictURLMiddleware(app, parser=urlguard._parser_py)``), as the
+another (``StrictURLMiddleware(app, parser=urlguard._url.parser_py)``), as the
 tests do to run everything on both.
 
 The last case is not a choice: the install could not build the compiled
@@ -60,11 +60,11 @@ try:
     # The functions first: for a module that is not there, this import says
     # "No module named ..." (the warning quotes it); the module-level import
     # would say "cannot import name" and blame a circular import.
-    from ._parser_c import parse_split_target, parse_target  # noqa: I001
-    from . import _parser_c as PARSER
+    from .parser_c import parse_split_target, parse_target  # noqa: I001
+    from . import parser_c as PARSER
 except ImportError as error:  # not wanted, or built without a C compiler: the reference
-    from . import _parser_py as PARSER
-    from ._parser_py import parse_split_target, parse_target  # type: ignore[no-redef]
+    from . import parser_py as PARSER
+    from .parser_py import parse_split_target, parse_target  # type: ignore[no-redef]
 
     IMPLEMENTATION = "python"
     if _wanted:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import ABCMeta
 from typing import Any, Final, Protocol
 
-from ._host import Host, parse_host
+from .host import Host, parse_host
 
 Pairs = tuple[tuple[str, str], ...]
 

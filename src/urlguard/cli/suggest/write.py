@@ -1,5 +1,5 @@
 """Write the plan out: the configuration as TOML in the format of
-:mod:`urlguard._config`, every line with a comment (the rule it relaxes and
+:mod:`urlguard._guard.config`, every line with a comment (the rule it relaxes and
 the evidence it rests on), then what it leaves rejected and why. The text is
 read back with :func:`~urlguard.config_from_mapping` and the example of
 every change judged again under it: any that still fails is listed, never
@@ -14,11 +14,11 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from .._audit import display
-from .._config import config_from_mapping
-from .._errors import RULES
-from .._policy import Policy
-from .._routes import RouteTable
+from ..._guard.config import config_from_mapping
+from ..._guard.routes import RouteTable
+from ..._url.errors import RULES
+from ..._url.policy import Policy
+from ..audit import display
 from .evidence import COUNTED, SITE_FACTOR, Thresholds
 from .read import CHAR_KEYS, STRICT, judge
 from .result import Change, Evidence, Lines, Refused, Stopped, Suggestion, when

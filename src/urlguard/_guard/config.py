@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from ._allowed_hosts import AllowedHosts
-from ._policy import DEFAULT_POLICY, Policy
+from .._url.policy import DEFAULT_POLICY, Policy
+from .allowed_hosts import AllowedHosts
 
 Mode = Literal["enforce", "report"]
 MODES: Final[tuple[str, ...]] = ("enforce", "report")

@@ -19,9 +19,9 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable, Mapping
 
-from .._config import check_prefix
-from .._policy import Policy
-from .._routes import RouteTable, percent_decode
+from ..._guard.config import check_prefix
+from ..._guard.routes import RouteTable, percent_decode
+from ..._url.policy import Policy
 from .evidence import SITE_FACTOR, Thresholds
 from .never import LINE_BREAKS, REASONS, never_site_wide
 from .read import DOUBLE, EMPTY, Cause, is_separator, keeps_separator, relaxing

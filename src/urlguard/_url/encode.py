@@ -10,7 +10,7 @@ segment; '&', '+', '#' and, in a name, '=' in the query), so the receiver
 splits exactly where the sender joined. Encoders never guess whether their
 input is "already encoded": '%' always becomes '%25'. Text is encoded as UTF-8
 first (RFC 3987 §3.1) and hex digits are upper case (RFC 3986 §2.1). Every
-safe set is derived from :mod:`urlguard._grammar`.
+safe set is derived from :mod:`urlguard._url.grammar`.
 
     >>> from urlguard import build_target, parse_target
     >>> target = build_target(["blue+light blue", "café"], {"q": "a&b==c"})
@@ -32,9 +32,9 @@ from typing import Final, Literal
 
 import idna
 
-from . import _grammar as g
-from ._errors import InvalidTarget
-from ._host import PORTS, parse_host
+from . import grammar as g
+from .errors import InvalidTarget
+from .host import PORTS, parse_host
 
 Space = Literal["+", "%20"]
 Query = Mapping[str, str] | Iterable[tuple[str, str]]
@@ -268,7 +268,7 @@ def build_target(segments: Iterable[str], query: Query = (), *, space: Space = "
 
 
 def _host(host: str) -> str:
-    """``host`` in its one spelling (``urlguard._host``): the grammar that
+    """``host`` in its one spelling (``urlguard._url.host``): the grammar that
     reads a Host header decides what the builder writes, so every URL built
     here names a host the guard accepts, spelled as ``Target.host`` gives it."""
     if not isinstance(host, str):

@@ -11,7 +11,7 @@ import re
 from typing import Final
 from urllib.parse import unquote_to_bytes
 
-from .. import _grammar as g
+from ..._url import grammar as g
 
 #: Rules never loosened.
 PROTECTED_RULES: Final = frozenset(

@@ -11,10 +11,10 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Final
 
-from .._audit import display, folds, shape_of
-from .._errors import InvalidTarget
-from .._policy import Policy
-from .._routes import RouteTable, path_of, percent_decode
+from ..._guard.routes import RouteTable, path_of, percent_decode
+from ..._url.errors import InvalidTarget
+from ..._url.policy import Policy
+from ..audit import display, folds, shape_of
 from .evidence import (
     COUNTED,
     Counted,
@@ -342,7 +342,7 @@ class Ledger:
         self._known: dict[bytes, _Known] = {}
         # Each logged client's network and key (bounded): a client sends many.
         self._who: dict[bytes, tuple[bytes, bytes]] = {}
-        # Analyses per shape and policy (see _audit.shape_of), bounded; and
+        # Analyses per shape and policy (see audit.shape_of), bounded; and
         # whether a policy of the table lets shapes decide (by id: the table
         # keeps its policies alive).
         self._shapes: dict[tuple[int, bytes], Analysis] = {}
@@ -373,7 +373,7 @@ class Ledger:
         """Note ``count`` requests for ``target`` answered ``status`` that the
         current policy rejects under ``rule`` (a rule code, or the error),
         sent by ``clients`` between ``first`` and ``last``; ``shape``: the
-        target's shape when the caller made it (see ``_audit.shape_of``).
+        target's shape when the caller made it (see ``audit.shape_of``).
         (Count them with :meth:`count_statuses` too.)"""
         kind = status_class(status)
         if kind == "other":

@@ -54,7 +54,7 @@ from typing import Final, NamedTuple
 
 import idna
 
-from ._errors import Component, InvalidTarget
+from .errors import Component, InvalidTarget
 
 __all__ = [
     "MAX_NAME",

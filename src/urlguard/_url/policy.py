@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Final, Literal
 
-from . import _grammar as g
+from . import grammar as g
 
 RejectOrKeep = Literal["reject", "keep"]
 RejectOrAllow = Literal["reject", "allow"]
@@ -106,7 +106,7 @@ class Policy:
     #: The characters that separate parts inside a decoded segment: what a
     #: kept %2F / %5C becomes, and a raw '\\' the policy admits.
     _kept_separators: str = dataclasses.field(init=False, repr=False, compare=False)
-    #: The pure parser's quick path (``_parser_py._accept_quickly``), from the
+    #: The pure parser's quick path (``parser_py._accept_quickly``), from the
     #: same sets: the raw bytes it takes in the path (allowed raw, but not
     #: ';' nor a separator the policy keeps) and in the query (allowed raw),
     #: and the pattern of a target made of them: '/', a path, '?' and a query.

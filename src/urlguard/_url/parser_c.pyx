@@ -1,7 +1,7 @@
 # cython: language_level=3, binding=False
 """The compiled parser: ``parse_target``, ``parse_split_target`` and ``host_header`` in C.
 
-Same contract as the reference (``urlguard._parser_py``), to the byte: the
+Same contract as the reference (``urlguard._url.parser_py``), to the byte: the
 same verdict, rule, component, index and offset, and the same ``Target``, for
 every input under every ``Policy``. The work is done in the reference's
 order, in three steps:
@@ -55,12 +55,12 @@ cdef extern from "Python.h":
     int PyUnicode_KIND(object text)
     void PyUnicode_WRITE(int kind, void* data, Py_ssize_t index, Py_UCS4 value)
 
-from ._errors import InvalidTarget
-from ._host import Host, host_text, same_authority
-from ._parser_py import _absolute_form, _judged, _policy_of
-from ._parser_py import _as_bytes as _reference_as_bytes
-from ._policy import DEFAULT_POLICY
-from ._target import (
+from .errors import InvalidTarget
+from .host import Host, host_text, same_authority
+from .parser_py import _absolute_form, _judged, _policy_of
+from .parser_py import _as_bytes as _reference_as_bytes
+from .policy import DEFAULT_POLICY
+from .target import (
     Target, all_values, describe, equal, first_value, host_of, raw_path_of, raw_query_of,
     rebuild,
 )
@@ -945,7 +945,7 @@ cdef inline object _host_of(object host):
 
 
 def parse_target(raw, policy=None, host=None):
-    """``urlguard._parser_py.parse_target``, compiled: the same answer on every input."""
+    """``urlguard._url.parser_py.parse_target``, compiled: the same answer on every input."""
     cdef Walk w
     host = _host_of(host)
     target = _parse(&w, _as_bytes(raw), _rules_for(policy), host)
@@ -955,7 +955,7 @@ def parse_target(raw, policy=None, host=None):
 
 
 def parse_split_target(raw_path, query, policy, host=None):
-    """``urlguard._parser_py.parse_split_target``, compiled."""
+    """``urlguard._url.parser_py.parse_split_target``, compiled."""
     cdef Walk w
     host = _host_of(host)
     cdef bytes path = _as_bytes(raw_path)
@@ -977,7 +977,7 @@ def parse_split_target(raw_path, query, policy, host=None):
 
 
 def host_header(headers, dict known not None):
-    """``urlguard._parser_py.host_header``, compiled."""
+    """``urlguard._url.parser_py.host_header``, compiled."""
     cdef Py_ssize_t k
     cdef object pair, name
     cdef bint seen = False

@@ -11,7 +11,7 @@ import re
 from binascii import unhexlify
 from typing import Final, NamedTuple
 
-from ._policy import Policy
+from .._url.policy import Policy
 
 # Absolute-form (RFC 9112 §3.2.2): scheme (any case, RFC 3986 §3.1) and
 # authority, up to where the path starts.

@@ -43,11 +43,11 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from itertools import compress, repeat
 from typing import IO, Final, Literal, Protocol, TypeVar
 
-from ._allowed_hosts import AllowedHosts, HostCheck
-from ._errors import RULES, InvalidTarget
-from ._parser import parse_target
-from ._policy import Policy
-from ._routes import RouteTable, is_server_wide_options
+from .._guard.allowed_hosts import AllowedHosts, HostCheck
+from .._guard.routes import RouteTable, is_server_wide_options
+from .._url.errors import RULES, InvalidTarget
+from .._url.parser import parse_target
+from .._url.policy import Policy
 
 Format = Literal["auto", "combined", "common", "vhost_combined", "targets"]
 K = TypeVar("K")

@@ -13,11 +13,11 @@ import functools
 from collections.abc import Callable, Collection
 from typing import Final
 
-from .. import _grammar as g
-from .._errors import InvalidTarget
-from .._parser import parse_target
-from .._policy import Policy
-from .._routes import percent_decode
+from ..._guard.routes import percent_decode
+from ..._url import grammar as g
+from ..._url.errors import InvalidTarget
+from ..._url.parser import parse_target
+from ..._url.policy import Policy
 from .evidence import family_bits
 from .never import (
     LIMIT_BOUNDS,

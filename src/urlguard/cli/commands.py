@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 # The public API, as any other user of urlguard would call it.
-from . import (
+from .. import (
     InvalidTarget,
     Target,
     clean_uri,
@@ -52,8 +52,10 @@ from . import (
     parse_target,
     pretty_uri,
 )
-from ._allowed_hosts import AllowedHosts, HostCheck
-from ._audit import (
+from .._guard.allowed_hosts import AllowedHosts, HostCheck
+from .._guard.config import PRESETS, Config, preset_policy
+from .._guard.routes import RouteTable
+from .audit import (
     FORMATS,
     HOST_FORMATS,
     AuditError,
@@ -63,10 +65,8 @@ from ._audit import (
     Report,
     display,
 )
-from ._audit import display_pieces as _display_pieces
-from ._config import PRESETS, Config, preset_policy
-from ._routes import RouteTable
-from ._suggest import SITE_FACTOR, Ledger, Lines, Suggestion, Thresholds, suggest, toml_string
+from .audit import display_pieces as _display_pieces
+from .suggest import SITE_FACTOR, Ledger, Lines, Suggestion, Thresholds, suggest, toml_string
 
 #: Exit codes (pinned).
 EXIT_OK: Final = 0

@@ -13,7 +13,7 @@ of the rules sits one quick path (``_accept_quickly``): a target that tables
 derived from the ``Policy`` clear of every rule is accepted with whole-string
 work in the standard library's C code; any other goes to the rules, which
 make every rejection. Why the two agree is written beside the quick path.
-The compiled module (``_parser_c``) must give the same answer on every
+The compiled module (``parser_c``) must give the same answer on every
 input, and the tests hold all three (compiled, this, and the tests' own
 reading of the rules) to that, over generated policies.
 """
@@ -24,11 +24,11 @@ import re
 from typing import Final, overload
 from urllib.parse import unquote_to_bytes
 
-from . import _grammar as g
-from ._errors import Component, InvalidTarget
-from ._host import Host, authority_span, host_text, parse_host, same_authority
-from ._policy import DEFAULT_POLICY, Policy
-from ._target import Pairs, Target
+from . import grammar as g
+from .errors import Component, InvalidTarget
+from .host import Host, authority_span, host_text, parse_host, same_authority
+from .policy import DEFAULT_POLICY, Policy
+from .target import Pairs, Target
 
 #: What ``parse_target`` takes as a Host: the header's value, or a ``Host`` judged already.
 HostValue = bytes | bytearray | memoryview | str | Host | None
@@ -82,7 +82,7 @@ def parse_target(
         >>> parse_target(b"/pubmed?term=%C4rzteblatt")
         Traceback (most recent call last):
           ...
-        urlguard._errors.InvalidTarget: invalid-utf8: ...
+        urlguard._url.errors.InvalidTarget: invalid-utf8: ...
         >>> parse_target(b"/a", host=b"Example.com:8080").host
         'example.com'
     """

@@ -11,18 +11,18 @@ and asks :meth:`Guard.decide`, which answers one of:
 - an :class:`Answer`: send this status, these headers and this body;
 - a :class:`RoutingPath`: the target keeps a ``/`` inside a segment; call
   the application with a copy of the carrier whose decoded path is this
-  one (``_segments``), the target stored in both;
+  one (``segments``), the target stored in both;
 - the application ``on_reject`` returned: run it instead.
 
 The common case is one test for the adapter (``decision is None``), and the
 guard stores the target itself: on every request, no ``isinstance`` chain.
 The guard parses with the parser it was given (``parser``: a module with
 ``parse_target``, ``parse_split_target`` and ``host_header``), by default
-the one chosen at import (``urlguard._parser``).
+the one chosen at import (``urlguard._url.parser``).
 
 Everything else happens here, once for both: the options, checked at
 construction (``TypeError``/``ValueError`` naming the keyword); the mount
-point and the per-route policy; which answer (``_answers`` builds it, never
+point and the per-route policy; which answer (``answers`` builds it, never
 from the input); the log line, with every byte outside 0x21-0x7E
 backslash-escaped and its length bounded, so no CR, LF or control byte ever
 reaches a log; the counters and the hooks.
@@ -49,17 +49,17 @@ from types import ModuleType
 from typing import Any, Final, Generic, Literal, NamedTuple, TypeVar
 from urllib.parse import quote_from_bytes
 
-from . import _grammar as g
-from . import _parser
-from ._allowed_hosts import AllowedHosts, HostCheck, HostFault, cause
-from ._answers import Answer, answer, refusal, rejection
-from ._config import MODES, Config, Mode, check_prefix, load_config, route_policy
-from ._errors import InvalidTarget
-from ._host import Host, host_text
-from ._policy import DEFAULT_POLICY, Policy
-from ._routes import Route, RouteTable, is_server_wide_options, unmount
-from ._segments import routing_path
-from ._target import Target, raw_path_of
+from .._url import grammar as g
+from .._url import parser as _parser
+from .._url.errors import InvalidTarget
+from .._url.host import Host, host_text
+from .._url.policy import DEFAULT_POLICY, Policy
+from .._url.target import Target, raw_path_of
+from .allowed_hosts import AllowedHosts, HostCheck, HostFault, cause
+from .answers import Answer, answer, refusal, rejection
+from .config import MODES, Config, Mode, check_prefix, load_config, route_policy
+from .routes import Route, RouteTable, is_server_wide_options, unmount
+from .segments import routing_path
 
 __all__ = [
     "LOGGER",
@@ -97,7 +97,7 @@ A = TypeVar("A", bound=Callable[..., Any])
 
 class RoutingPath(NamedTuple):
     """The path the application routes on when a target keeps a ``/`` inside
-    a segment (``_segments.routing_path``): the adapter calls the application
+    a segment (``segments.routing_path``): the adapter calls the application
     with a copy of the carrier holding it as its decoded path."""
 
     #: Below the mount point when ``below_mount``, else the whole path.
@@ -200,7 +200,7 @@ class Guard(Generic[C, A]):
         self._parse_split: Callable[[bytes, bytes, Policy, Host | None], Target] = (
             self.parser.parse_split_target
         )
-        #: ASGI's Host, judged if the verdict table has it (``_parser_py.host_header``).
+        #: ASGI's Host, judged if the verdict table has it (``parser_py.host_header``).
         self.host_header: Callable[[object, dict[bytes, Host]], Host | bytes | None] = (
             self.parser.host_header
         )
@@ -278,7 +278,7 @@ class Guard(Generic[C, A]):
         the path, the query being ``query`` (ASGI: ``/a?`` and ``/a`` look
         alike). ``mount`` is the decoded mount point, as bytes, or ``None``.
         ``host`` is the Host value, a ``Host`` the verdict table gave for it
-        already, a ``HostFault`` (``_allowed_hosts``: none on HTTP/1.1,
+        already, a ``HostFault`` (``allowed_hosts``: none on HTTP/1.1,
         several, disagreeing), or ``None`` for HTTP/1.0 without Host, whose
         host is then the absolute-form target's authority (judged against
         ``allowed_hosts``; with a list and no authority, ``host-not-allowed``).
@@ -609,8 +609,8 @@ class GuardedMiddleware(Generic[A, C]):
             invalid UTF-8 was, counts as ``invalid-utf8``).
         :param log_level: the level of the one log line per violation
             (logger ``"urlguard"``); default ``logging.WARNING``.
-        :param parser: the parser module, ``urlguard._parser_c`` (compiled)
-            or ``urlguard._parser_py`` (the reference); default the one
+        :param parser: the parser module, ``urlguard._url.parser_c`` (compiled)
+            or ``urlguard._url.parser_py`` (the reference); default the one
             chosen at import (``urlguard.IMPLEMENTATION``). Both give the same
             answer on every input; tests and benchmarks pass each in turn.
         :param allowed_hosts: the hosts the application serves: exact names
@@ -734,8 +734,8 @@ def _parser_module(owner: str, parser: object) -> Any:
     for name in ("parse_target", "parse_split_target", "host_header"):
         if not callable(getattr(parser, name, None)):
             raise TypeError(
-                f"{owner}: parser must be a urlguard parser module (urlguard._parser_c "
-                f"or urlguard._parser_py), not {type(parser).__name__}"
+                f"{owner}: parser must be a urlguard parser module (urlguard._url.parser_c "
+                f"or urlguard._url.parser_py), not {type(parser).__name__}"
             )
     return parser
 

@@ -1,10 +1,10 @@
-# The compiled parser's signatures: those of urlguard._parser_py.
+# The compiled parser's signatures: those of urlguard._url.parser_py.
 from typing import overload
 
-from ._host import Host
-from ._parser_py import HostValue
-from ._policy import Policy
-from ._target import Target
+from .host import Host
+from .parser_py import HostValue
+from .policy import Policy
+from .target import Target
 
 @overload
 def parse_target(

@@ -1,4 +1,4 @@
-"""The guard's host check: the grammar (``_host``), an allow-list, and a
+"""The guard's host check: the grammar (``host``), an allow-list, and a
 bounded table of recent verdicts.
 
 A request names its host in its Host header (HTTP/1.x), in ``:authority``
@@ -18,8 +18,8 @@ from typing import Final
 
 import idna
 
-from ._errors import InvalidTarget
-from ._host import Host, authority_span, is_address, parse_host
+from .._url.errors import InvalidTarget
+from .._url.host import Host, authority_span, is_address, parse_host
 
 __all__ = [
     "DISAGREEING",

@@ -14,8 +14,8 @@ import re
 from http import HTTPStatus
 from typing import Final, NamedTuple
 
-from ._errors import InvalidTarget
-from ._routes import percent_decode
+from .._url.errors import InvalidTarget
+from .routes import percent_decode
 
 __all__ = ["Answer", "answer", "describe", "forbidden_class", "refusal", "rejection", "wants_json"]
 
@@ -99,7 +99,7 @@ def _body(
 
 # -- what kind of forbidden character -------------------------------------------
 
-# The classes forbidden by default (_grammar.FORBIDDEN_RANGES), in words.
+# The classes forbidden by default (grammar.FORBIDDEN_RANGES), in words.
 _CONTROL: Final = "a control character (C0, DEL or C1)"
 _SEPARATOR: Final = "a line or paragraph separator (U+2028, U+2029)"
 _BIDI: Final = "a bidirectional control (Unicode TR9; CVE-2021-42574)"

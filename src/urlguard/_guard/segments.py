@@ -30,10 +30,10 @@ import re
 from typing import Final
 from urllib.parse import unquote_to_bytes
 
-from ._encode import encode_path_segment
-from ._errors import InvalidTarget
-from ._parser import PARSER
-from ._policy import DEFAULT_POLICY
+from .._url.encode import encode_path_segment
+from .._url.errors import InvalidTarget
+from .._url.parser import PARSER
+from .._url.policy import DEFAULT_POLICY
 
 __all__ = ["decode", "routing_path", "url_text"]
 

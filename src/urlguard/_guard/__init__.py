@@ -1,0 +1,1 @@
+"""The decision for one request, sans-IO: what both middlewares share."""
