@@ -39,14 +39,10 @@ from conftest import Parser, implementation_name
 from log_checks import assert_error_logged
 from urlguard import Config, InvalidTarget, Policy, Target, asgi, wsgi
 from urlguard._guard.answers import Answer, describe, forbidden_class
-from urlguard._guard.decision import (
-    Guard,
-    GuardedMiddleware,
-    MissingRawTarget,
-    Request,
-    RoutingPath,
-    rebuild_target,
-)
+from urlguard._guard.decision import Guard, Request, RoutingPath
+from urlguard._guard.decoded import check_decoded, rebuild_target
+from urlguard._guard.middleware import GuardedMiddleware
+from urlguard._guard.options import MissingRawTarget, check_options
 from urlguard._url.host import Host
 
 P = pytest.param
@@ -85,7 +81,9 @@ def make(
     **options: Any,
 ) -> Made:
     reader = Reader(Request("GET") if request is None else request)
-    return Made(Guard("test", protocol, reader, missing, parser=parser, **options), reader)
+    return Made(
+        Guard(check_options("test", protocol, missing, parser=parser, **options), reader), reader
+    )
 
 
 def decide(
@@ -201,11 +199,11 @@ def test_middleware_hands_its_options_to_its_guard(
 ) -> None:
     guarded = middleware(_app, mode="report", parser=parser)
     guard = guarded._guard
-    assert guard.parser is parser
+    assert guard.options.parser is parser
     assert (guarded.mode, guard.mode) == ("report", "report")
     assert guard.decide(b"/%C4", None, None, carrier) is None
     assert guarded.violations == guard.violations == {"invalid-utf8": 1}
-    assert middleware(_app)._guard.parser is urlguard._url.parser.PARSER
+    assert middleware(_app)._guard.options.parser is urlguard._url.parser.PARSER
     assert middleware(_app).mode == "enforce"
 
 
@@ -263,7 +261,7 @@ def test_the_guard_parses_with_the_parser_it_is_given(
 ) -> None:
     recording = Recording(parser)
     guard = make(recording, request_, **options).guard
-    assert guard.parser is recording
+    assert guard.options.parser is recording
     target = accepted(guard, raw, query, None)
     assert recording.calls == [call]
     _, seen = call
@@ -272,8 +270,8 @@ def test_the_guard_parses_with_the_parser_it_is_given(
 
 def test_the_guard_parses_with_the_chosen_parser_by_default() -> None:
     guard = make(None).guard
-    assert guard.parser is urlguard._url.parser.PARSER
-    assert implementation_name(guard.parser) == urlguard.IMPLEMENTATION
+    assert guard.options.parser is urlguard._url.parser.PARSER
+    assert implementation_name(guard.options.parser) == urlguard.IMPLEMENTATION
 
 
 # --- pass with a target, pass untouched, or answer --------------------------------------------
@@ -608,7 +606,7 @@ def test_report_mode_passes_with_the_violation_stored(
         return _app
 
     guard = make(parser, mode="report", on_reject=on_reject).guard
-    assert (guard.mode, guard.report) == ("report", True)
+    assert (guard.mode, guard.options.report) == ("report", True)
     carrier: Carrier = {"urlguard.target": "stale"}
     with caplog.at_level(logging.INFO, logger="urlguard"):
         assert decide(guard, b"/a%2Fb", None, b"", carrier) is None
@@ -1149,7 +1147,7 @@ def test_routes_below_a_mount_point_in_report_mode(parser: Parser) -> None:
 def test_routes_override_the_given_policy(parser: Parser) -> None:
     guard = make(parser, policy=Policy.browser(), routes={"/f/": {"encoded_slash": "keep"}}).guard
     assert guard.policy == Policy.browser()
-    (route,) = guard.routes
+    (route,) = guard.table.routes
     assert route.policy == Policy.browser(encoded_slash="keep")  # the given policy, overridden
     assert verdict(guard, b"/f/a%2F[b]") == ("f", "a/[b]")
     assert verdict(guard, b"/g/a%2F[b]") == "encoded-slash"
@@ -1240,7 +1238,7 @@ def test_bad_configuration_fails_at_construction(
     options: dict[str, Any], error: type[Exception], words: str
 ) -> None:
     with pytest.raises(error, match=re.escape(words)):
-        Guard("test", "ASGI", Reader(Request("GET")), "nothing given", **options)
+        check_options("test", "ASGI", "nothing given", **options)
 
 
 # --- what kind of forbidden character ---------------------------------------------------------
@@ -1434,8 +1432,9 @@ def test_check_decoded(
     rebuilt = rebuild_target(path.encode("utf-8"), query or None)
     if isinstance(expected, R):
         with pytest.raises(InvalidTarget) as caught:
-            guard.check_decoded(rebuilt)
+            check_decoded(parser.parse_target, guard.table.select(rebuilt), rebuilt, None)
         exc = caught.value
         assert R(exc.rule, exc.component, exc.index, exc.offset) == expected
     else:
-        assert guard.check_decoded(rebuilt).segments == expected
+        target = check_decoded(parser.parse_target, guard.table.select(rebuilt), rebuilt, None)
+        assert target.segments == expected

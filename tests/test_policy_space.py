@@ -44,6 +44,7 @@ from urlguard import RULES, InvalidTarget, Policy, Target
 from urlguard._guard.answers import Answer
 from urlguard._guard.config import route_policy
 from urlguard._guard.decision import TARGET_KEY, VIOLATION_KEY, Guard, Request, RoutingPath
+from urlguard._guard.options import check_options
 from urlguard._url import grammar as g
 
 T = TypeVar("T")
@@ -609,10 +610,9 @@ def make_guard(case: GuardCase, parser: Parser) -> Guard[dict[str, Any], Callabl
         return case.request
 
     # DEBUG: no log line is made (the logger stays at WARNING), which keeps long runs quiet.
-    return Guard(
+    options = check_options(
         "policy space",
         "ASGI",
-        read,
         "raw_path",
         policy=case.policy,
         routes=case.routes,
@@ -620,6 +620,7 @@ def make_guard(case: GuardCase, parser: Parser) -> Guard[dict[str, Any], Callabl
         parser=parser,
         log_level=logging.DEBUG,
     )
+    return Guard(options, read)
 
 
 def _raise(error: InvalidTarget) -> NoReturn:
@@ -742,7 +743,8 @@ def test_generated_requests_reach_routes_and_hidden_boundaries() -> None:
             if case.mount is None:
                 policies: tuple[Policy, ...] = (table.select(raw),)
             else:
-                _, policies = table.candidates(raw, case.mount)
+                _, routes = table.candidates(raw, case.mount)
+                policies = tuple(route.policy for route in routes)
             routed += any(policy is not case.policy for policy in policies)
             both += len(policies) == 2
     assert routed > 300

@@ -66,7 +66,8 @@ from typing import Any, Final
 
 from ._guard.allowed_hosts import DISAGREEING, MISSING, REPEATED, HostFault
 from ._guard.answers import Answer
-from ._guard.decision import GuardedMiddleware, Request, RoutingPath
+from ._guard.decision import Request, RoutingPath
+from ._guard.middleware import GuardedMiddleware
 from ._url.errors import InvalidTarget
 from ._url.host import Host
 
@@ -162,7 +163,7 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
                         raw = None
                 # The Host judged already (nearly every request), else its value, to be judged.
                 host: Host | bytes | HostFault | None
-                host = guard.host_header(headers, guard.known_hosts)
+                host = guard.host_header(headers, guard.hosts.known)
                 if host is None:  # none, several, empty, or headers of an odd shape
                     host = _host(scope)
                 if type(raw) is bytes and raw[:1] == b"/" and type(query) is bytes:  # nearly all
@@ -209,7 +210,6 @@ class StrictURLMiddleware(GuardedMiddleware[ASGIApp, Scope]):
             # for OPTIONS (passed on by the guard); absolute-form is HTTP/1.1's.
             target = b"?".join((raw, query)) if query else raw
             exc = InvalidTarget("bad-form", "target", None, 0)
-            self._guard.checked += 1  # decided here, not by decide(): counted the same
             return self._guard.decide_invalid(exc, target, scope)
         return self._guard.decide(raw, query, mount, scope, host)
 

@@ -52,13 +52,15 @@ empty segments, double encoding; ``%2F`` can no longer be told from ``/``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Final
+from typing import Any, Final
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 from ._guard.allowed_hosts import MISSING, HostFault
 from ._guard.answers import Answer
-from ._guard.decision import GuardedMiddleware, Request, RoutingPath
+from ._guard.decision import Request, RoutingPath
+from ._guard.middleware import GuardedMiddleware
 from ._url.errors import InvalidTarget
+from ._url.host import Host
 
 __all__ = ["OnReject", "OnViolation", "StrictURLMiddleware"]
 
@@ -104,24 +106,31 @@ class StrictURLMiddleware(GuardedMiddleware[WSGIApplication, WSGIEnvironment]):
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         app = self.app  # or what on_reject returns, below
-        raw: object = environ.get("RAW_URI")  # a str (PEP 3333), but a server may differ
+        # A str (PEP 3333), but a server may hand over anything: its encode()
+        # either gives the bytes of an ASCII str, or raises.
+        raw: Any = environ.get("RAW_URI")
         if raw is None:
             raw = environ.get("REQUEST_URI")
-        if type(raw) is str and raw.isascii():  # the common case: UTF-8 is the same bytes,
-            target: bytes | None = raw.encode()  # and no codec is looked up by name
-        else:
+        target: bytes | None
+        try:  # one call for the common case, an ASCII str
+            target = raw.encode("ascii")
+        except (AttributeError, UnicodeEncodeError):  # not a str; not ASCII
             target = _raw_bytes(raw, environ)
         script = environ.get("SCRIPT_NAME")
-        host = environ.get("HTTP_HOST")
-        if type(host) is str and host.isascii():
-            host_value: bytes | HostFault | None = host.encode()
-        else:
+        guard = self._guard
+        host: Any = environ.get("HTTP_HOST")
+        host_value: Host | bytes | HostFault | None
+        try:
+            value = host.encode("ascii")
+        except (AttributeError, UnicodeEncodeError):  # none, or not a str; not ASCII
             host_value = _host(host, environ)
+        else:
+            host_value = guard.hosts.known.get(value, value)  # judged already, nearly always
         decision: Answer | WSGIApplication | RoutingPath | None
         if host_value is _BROKEN:
-            decision = self._guard.broken_server("HTTP_HOST", environ)
+            decision = guard.broken_server("HTTP_HOST", environ)
         else:
-            decision = self._guard.decide(
+            decision = guard.decide(
                 target, None, _latin1(script) if script else None, environ, host_value
             )
         if decision is not None:  # None, the common case: the target is stored, go on

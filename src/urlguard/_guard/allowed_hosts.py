@@ -116,17 +116,26 @@ class HostCheck:
         #: raw Host value -> the valid, allowed Host it names (bounded: VERDICTS).
         self.known: dict[bytes, Host] = {}
 
+    def verdict(self, raw: bytes | HostFault) -> Host:
+        """The Host ``raw`` names: the verdict table's, or :meth:`judge`'s."""
+        if isinstance(raw, bytes):
+            known = self.known.get(raw)
+            if known is not None:
+                return known
+        return self.judge(raw)
+
     def judge(self, raw: bytes | HostFault) -> Host:
-        """The Host ``raw`` names, or ``bad-host`` / ``host-not-allowed``."""
-        if type(raw) is HostFault:
+        """The Host ``raw`` names, or ``bad-host`` / ``host-not-allowed``;
+        remembered in the verdict table when valid and allowed."""
+        if isinstance(raw, HostFault):
             raise InvalidTarget("bad-host", "host", None, 0)
-        host = parse_host(raw)  # type: ignore[arg-type]  # bytes, or a subclass
+        host = parse_host(raw)
         if self.allowed is not None and not self.allowed.allows(host):
             raise InvalidTarget("host-not-allowed", "host", None, 0)
         known = self.known
         if len(known) >= VERDICTS:
             known.clear()
-        known[raw] = host  # type: ignore[index]
+        known[raw] = host
         return host
 
     def unnamed(self, target: bytes | None) -> Host | None:

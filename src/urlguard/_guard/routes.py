@@ -8,17 +8,14 @@ One table serves the middlewares and the command line, so that
 from __future__ import annotations
 
 import re
-from binascii import unhexlify
 from typing import Final, NamedTuple
+from urllib.parse import unquote_to_bytes
 
 from .._url.policy import Policy
 
 # Absolute-form (RFC 9112 §3.2.2): scheme (any case, RFC 3986 §3.1) and
 # authority, up to where the path starts.
 ABSOLUTE_PREFIX: Final = re.compile(rb"[Hh][Tt][Tt][Pp][Ss]?://[^/?#]*")
-
-# RFC 3986 §2.1 pct-encoded, in runs; a malformed escape is left as it is.
-_ESCAPE_RUN: Final = re.compile(rb"(?:%[0-9A-Fa-f]{2})+")
 
 
 def is_server_wide_options(method: object, target: object) -> bool:
@@ -51,16 +48,19 @@ class RouteTable:
     'keep'
     """
 
-    __slots__ = ("policy", "routes")
+    __slots__ = ("base", "policy", "routes")
 
     def __init__(
         self, policy: Policy, pairs: list[tuple[str, Policy]], owner: str = "routes"
     ) -> None:
         self.policy = policy
+        #: The base policy as a route: what applies where no route does,
+        #: counted under ``"/"``.
+        self.base = Route("/", b"/", True, policy)
         seen: dict[bytes, str] = {}
         compiled: list[Route] = []
         for prefix, route_policy in pairs:
-            key = percent_decode(prefix.encode("ascii"))
+            key = unquote_to_bytes(prefix.encode("ascii"))
             if key in seen:
                 raise ValueError(
                     f"{owner}: routes[{prefix!r}] and routes[{seen[key]!r}] are the same prefix"
@@ -71,7 +71,11 @@ class RouteTable:
         self.routes: tuple[Route, ...] = tuple(compiled)
 
     def select(self, target: bytes) -> Policy:
-        """The policy for ``target``: the longest matching route, else the base.
+        """The policy for ``target``: the longest matching route's, else the base."""
+        return self.route_for(target).policy
+
+    def route_for(self, target: bytes) -> Route:
+        """The longest route ``target`` is under, else :attr:`base`.
 
         Prefixes are compared with the *percent-decoded* path, the way the
         framework behind will route it (Starlette, werkzeug and Django all
@@ -80,59 +84,46 @@ class RouteTable:
         :func:`unmount`).
         """
         if not self.routes:
-            return self.policy
+            return self.base
         path = path_of(target)
-        return self._select_decoded(percent_decode(path) if b"%" in path else path)
+        return self._route_decoded(unquote_to_bytes(path) if b"%" in path else path)
 
-    def candidates(self, raw: bytes, mount: bytes) -> tuple[bytes, tuple[Policy, ...]]:
+    def candidates(self, raw: bytes, mount: bytes | None) -> tuple[bytes, tuple[Route, ...]]:
         """``raw`` relative to the mount point (:func:`unmount`), and the
-        policies of every route the application may route it to: the one
-        :meth:`select` picks for it, and the one for the path a framework
-        routes on, the decoded path with the decoded mount point taken off
-        (Starlette's ``get_route_path``). The two differ where an escape
-        hides the mount point's boundary (``/m%2Fadmin/x`` below ``/m`` is
-        ``/m%2Fadmin/x`` to the first and ``/admin/x`` to the second); the
-        target must pass both."""
+        routes whose policies it must pass, the one :meth:`route_for` picks
+        for it last. Below a mount point, that is also the route for the
+        path a framework routes on, the decoded path with the decoded mount
+        point taken off (Starlette's ``get_route_path``). The two differ
+        where an escape hides the mount point's boundary (``/m%2Fadmin/x``
+        below ``/m`` is ``/m%2Fadmin/x`` to the first and ``/admin/x`` to the
+        second); the target must pass both."""
+        if not mount:
+            return raw, (self.route_for(raw),)
         unmounted = unmount(raw, mount)
-        first = self.select(unmounted)
-        decoded = percent_decode(path_of(raw))
+        first = self.route_for(unmounted)
+        if not self.routes:
+            return unmounted, (first,)
+        decoded = unquote_to_bytes(path_of(raw))
         mount = mount.rstrip(b"/")
         below = decoded[len(mount) : len(mount) + 1] in (b"", b"/")
         if mount and decoded.startswith(mount) and below:
             decoded = decoded[len(mount) :] or b"/"
-        second = self._select_decoded(decoded)
-        return unmounted, (first,) if second is first else (first, second)
+        second = self._route_decoded(decoded)
+        return unmounted, (first,) if second is first else (second, first)
 
-    def route_of(self, target: bytes) -> Route | None:
-        """The route whose policy :meth:`select` picks for ``target``, or
-        ``None`` when it is the base policy (no route, or none matches)."""
-        if not self.routes:
-            return None
-        path = path_of(target)
-        return self._route_decoded(percent_decode(path) if b"%" in path else path)
-
-    def _select_decoded(self, key: bytes) -> Policy:
-        """The policy for the decoded path ``key``."""
-        route = self._route_decoded(key)
-        return self.policy if route is None else route.policy
-
-    def _route_decoded(self, key: bytes) -> Route | None:
-        """The longest route that the decoded path ``key`` is under, if any."""
+    def _route_decoded(self, key: bytes) -> Route:
+        """The longest route that the decoded path ``key`` is under, else the base."""
         for route in self.routes:  # longest first
             if key.startswith(route.key) and (
                 route.directory or len(key) == len(route.key) or key[len(route.key)] == 0x2F
             ):
                 return route
-        return None
-
-
-def _decode_run(match: re.Match[bytes]) -> bytes:
-    return unhexlify(match[0].replace(b"%", b""))
+        return self.base
 
 
 def percent_decode(raw: bytes) -> bytes:
     """Decode every well-formed escape, as frameworks do before routing."""
-    return _ESCAPE_RUN.sub(_decode_run, raw)
+    return unquote_to_bytes(raw)
 
 
 def path_of(target: bytes) -> bytes:
@@ -187,7 +178,7 @@ def unmount(raw: bytes, mount: bytes) -> bytes:
     if len(pieces) <= depth:
         return raw  # fewer segments than the mount point
     prefix = b"/".join(pieces[: depth + 1])
-    if percent_decode(prefix) != mount:
+    if unquote_to_bytes(prefix) != mount:
         return raw
     rest = raw[len(prefix) :]
     return rest if rest[:1] == b"/" else b"/" + rest

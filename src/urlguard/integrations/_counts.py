@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from .._guard.decision import GuardedMiddleware
+from .._guard.middleware import GuardedMiddleware
 
 #: The labels of the violations counter, in order.
 VIOLATION_LABELS = ("rule", "component", "mode", "route")
