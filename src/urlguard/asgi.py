@@ -6,13 +6,12 @@ decoded ``scope["path"]``, where ``%2F`` has already become ``/`` and invalid
 UTF-8 has become U+FFFD. A target that breaks a rule of the policy gets a
 complete ``400`` naming the rule (and never echoing the input) before the
 application runs; the request body is never read. A target that passes is
-stored, decoded, at ``scope["urlguard.target"]``. The server's keys are
-passed on as they are, but one: when a policy keeps an encoded slash
-(``encoded_slash="keep"``) and the target holds one, the application gets a
-copy of the scope whose ``path`` is the *routing path*, the decoded path with
-each ``/`` inside a segment written ``%2F`` and each ``%`` written ``%25``, so
-that nothing after the guard takes a kept ``/`` for a separator (see
-``urlguard.integrations`` for ``segment`` route parameters).
+stored, decoded, at ``scope["urlguard.target"]``. When the target keeps an
+encoded slash (``encoded_slash="keep"``), the application gets a copy of the
+scope whose ``path`` is the routing path: the decoded path with each ``/``
+inside a segment written ``%2F`` and each ``%`` written ``%25``, so that
+nothing after the guard takes a kept ``/`` for a separator (see
+``urlguard.integrations``); every other key is the server's.
 
     >>> from urlguard.asgi import StrictURLMiddleware
     >>> async def app(scope, receive, send):
@@ -23,40 +22,14 @@ that nothing after the guard takes a kept ``/`` for a separator (see
 Or ``starlette_app.add_middleware(StrictURLMiddleware)`` /
 ``fastapi_app.add_middleware(StrictURLMiddleware, mode="report")``.
 
-What the ASGI servers put in the scope (measured; see docs/servers.md):
-
-- ``raw_path`` is optional in the ASGI spec; a missing key and ``None`` are
-  treated alike: the request is refused with ``501`` (see
-  ``missing_raw_target``) rather than judged on the decoded ``path``. So is
-  a ``raw_path`` that is not a byte string (``bytes``, ``bytearray``): a
-  ``str`` or anything else comes from a server that breaks the spec.
-- HTTP/2 and HTTP/3 (``http_version`` ``"2"``, ``"3"``) carry the target in
-  ``:path``, which is origin-form (RFC 9113 §8.3.1, RFC 9114 §4.3.1): a raw
-  path that does not start with ``/`` there is a ``bad-form`` violation
-  (``OPTIONS *`` passes, as always). hypercorn passes a ``:path`` of ``http://host/x`` on as
-  ``raw_path``, with ``path`` the whole URL.
-- ASGI splits the target at the first ``?``, so ``/a?`` (an empty query) and
-  ``/a`` look the same: both are validated as ``/a``, and ``Target.raw_query``
-  is ``None`` for both.
-- ``root_path``, the mount point: uvicorn glues it in front of ``raw_path``;
-  hypercorn, granian and daphne leave ``raw_path`` as sent. Either way, when
-  the raw path is below the mount point (compared percent-decoded, segment by
-  segment, as Starlette routes: ``/my%20app/x`` is below ``root_path="/my app"``),
-  the mount point is taken off: ``Target.raw``, its segments and the route
-  prefixes are relative to it, and a request for the mount point itself
-  (``/mnt``) gives the same ``Target`` as one for ``/mnt/``: ``raw`` ``b"/"``,
-  segments ``("",)``. A raw path that is not below it is judged whole.
-- uvicorn with httptools and granian reduce an absolute-form target to its
-  path and drop a ``#fragment``; h11, hypercorn and daphne pass both on, and
-  then the absolute-form target (HTTP/1.x) is validated on its path and
-  query and a fragment is a ``fragment`` violation.
-- A scope that breaks the ASGI spec (no ``type``; ``headers`` that are not
-  pairs of byte strings; a ``query_string`` that is not a byte string) is
-  answered ``500``, with one error log line naming the key: nothing certain
-  of what the client sent can be read from it.
-- One blind spot: uvicorn with ``root_path="/mnt"`` turns a target without
-  a leading slash (``x``) into ``/mntx``, the bytes other servers give for a
-  request for ``/mntx``; it is validated as that path.
+The scope as the ASGI spec gives it: ``raw_path`` (optional in the spec: a
+scope without a byte string there is refused with ``501``, see
+``missing_raw_target``), ``query_string`` (``/a?`` and ``/a`` look alike),
+``root_path`` (the mount point, taken off a raw path below it, compared
+percent-decoded segment by segment), the ``host`` header (``:authority`` over
+HTTP/2 and HTTP/3, whose ``:path`` is origin-form, RFC 9113 §8.3.1). A scope
+that breaks the spec is answered ``500``. What each server puts there, and
+what it refuses on its own, is in the documentation's servers page.
 """
 
 from __future__ import annotations
@@ -229,12 +202,9 @@ def _host(scope: Scope) -> bytes | HostFault | None:
     has none (RFC 9112 §3.2 makes Host optional there); ``REPEATED`` for
     several, or ``DISAGREEING`` when HTTP/2 or HTTP/3 give several that
     differ (RFC 9113 §8.3.1: they must agree; one value repeated is that
-    value). An empty value is the grammar's to refuse, on every HTTP version.
-
-    granian gives a request without Host a ``host`` header with an empty
-    value, so there an HTTP/1.0 request without Host cannot be told from one
-    with an empty Host, and gets ``bad-host`` as that one does (measured,
-    granian 2.8: its HTTP/1.0 is ``http_version`` ``"1"``)."""
+    value). An empty value is the grammar's to refuse, on every HTTP version
+    (a server that fills in an empty Host for none makes HTTP/1.0 without
+    Host a ``bad-host``: docs/servers.md)."""
     values = [value for name, value in _headers(scope) if name == b"host"]
     if not values:
         return None if scope.get("http_version") in _HTTP_1_0 else MISSING

@@ -6,13 +6,10 @@ never on ``PATH_INFO``, which every WSGI server has already percent-decoded
 invalid UTF-8 with U+FFFD). A target that breaks a rule of the policy gets a
 complete ``400 Bad Request`` naming the rule (never echoing the input) before
 the application runs; ``wsgi.input`` is never read. A target that passes is
-stored, decoded, at ``environ["urlguard.target"]``. The server's keys are
-passed on as they are, but one: when a policy keeps an encoded slash
-(``encoded_slash="keep"``) and the target holds one, the application gets a
-copy of the environ whose ``PATH_INFO`` is the *routing path*, the decoded path with
-each ``/`` inside a segment written ``%2F`` and each ``%`` written ``%25``, so
-that nothing after the guard takes a kept ``/`` for a separator (see
-``urlguard.integrations`` for ``segment`` route parameters).
+stored, decoded, at ``environ["urlguard.target"]``. The environ goes on as
+the server made it, unless the target keeps an encoded slash
+(``encoded_slash="keep"``): then the application gets a copy whose
+``PATH_INFO`` is the routing path (``urlguard.integrations`` says what that is).
 
     >>> from urlguard.wsgi import StrictURLMiddleware
     >>> def app(environ, start_response):
@@ -23,30 +20,20 @@ that nothing after the guard takes a kept ``/`` for a separator (see
 
 For Flask: ``flask_app.wsgi_app = StrictURLMiddleware(flask_app.wsgi_app)``.
 
-Where the raw target comes from (measured; see docs/servers.md): ``RAW_URI``
-(gunicorn, werkzeug), then ``REQUEST_URI`` (waitress, mod_wsgi, uWSGI), as
-PEP 3333 latin-1 strings, so ``.encode("latin-1")`` gives the bytes back. The
-werkzeug development server encodes raw non-ASCII bytes as UTF-8 a second
-time; that is undone (it also collapses a leading ``//``, which cannot be).
-Anything but a ``str`` there (bytes, a number) comes from a server that breaks
-PEP 3333: it counts as no raw target at all (below), ``REQUEST_URI`` included
-when ``RAW_URI`` is the one of the wrong type.
+The raw target is ``RAW_URI`` (gunicorn, werkzeug), else ``REQUEST_URI``
+(waitress, mod_wsgi, uWSGI): PEP 3333 latin-1 strings, so ``.encode("latin-1")``
+gives the bytes back (the werkzeug development server encodes non-ASCII bytes
+as UTF-8 once more; that is undone). Anything but a ``str`` there breaks
+PEP 3333 and counts as no raw target. ``SCRIPT_NAME``, the mount point, is
+taken off a raw target below it (compared percent-decoded, segment by segment),
+so ``Target.raw`` and the route prefixes are relative to it, as ``PATH_INFO`` is.
 
-``SCRIPT_NAME``, the mount point: when the raw target is below it (compared
-percent-decoded, segment by segment: ``/my%20app/x`` is below ``/my app``),
-it is taken off, so ``Target.raw``, its segments and the route prefixes are
-relative to it, as ``PATH_INFO`` is; a request for the mount point itself
-(``/app``, ``/app?q``) gives the same ``Target`` as one for ``/app/``:
-``raw`` ``b"/"`` (``b"/?q"``), segments ``("",)``.
-
-wsgiref, and granian and hypercorn in WSGI mode, give no raw target at all.
-By default such requests are refused with ``501 Not Implemented`` and one
-error log line naming ``SERVER_SOFTWARE``: the request may be fine, but the
-server cannot show urlguard what was sent (a 4xx would blame the client, a 503
-invite retries, a 500 look like a crash). ``missing_raw_target="validate-decoded"``
-validates what is left instead: the exact ``QUERY_STRING``, and the
-``PATH_INFO`` bytes re-encoded (strict UTF-8, forbidden characters, dot and
-empty segments, double encoding; ``%2F`` can no longer be told from ``/``).
+A server that gives no raw target (wsgiref; granian and hypercorn in WSGI
+mode) gets ``501 Not Implemented`` and one error log line naming
+``SERVER_SOFTWARE``: the request may be fine, but the server cannot show what
+was sent. ``missing_raw_target="validate-decoded"`` validates what is left
+instead (``%2F`` can no longer be told from ``/``). Each server's behaviour is
+in the documentation's servers page.
 """
 
 from __future__ import annotations

@@ -13,9 +13,9 @@ import json
 import re
 from http import HTTPStatus
 from typing import Final, NamedTuple
+from urllib.parse import unquote_to_bytes
 
 from .._url.errors import InvalidTarget
-from .routes import percent_decode
 
 __all__ = ["Answer", "answer", "describe", "forbidden_class", "refusal", "rejection", "wants_json"]
 
@@ -155,7 +155,7 @@ def _char_at(target: bytes, offset: int) -> str | None:
     if target[offset : offset + 1] != b"%":
         byte = target[offset : offset + 1]
         return byte.decode("ascii") if byte and byte.isascii() else None
-    data = percent_decode(target[offset : offset + 12])
+    data = unquote_to_bytes(target[offset : offset + 12])
     for size in range(1, 5):
         try:
             return data[:size].decode("utf-8")

@@ -30,17 +30,9 @@ Rule = Literal[
 ]
 Component = Literal["target", "path", "query", "host"]
 
-#: Every rule code. The parser applies them in this order: first to the whole
-#: target (too-long, fragment, then bad-form, then bad-host for an
-#: absolute-form authority), then raw-char and too-many (path, then query),
-#: then segment by segment (an empty segment; for each piece of the segment
-#: malformed-escape, encoded-slash, encoded-backslash, invalid-utf8,
-#: forbidden-char; then dot-segment, empty-segment and drive-letter of the
-#: parts a kept separator makes, double-encoding), then query pair by pair (name, then
-#: value: malformed-escape, invalid-utf8, forbidden-char). The first
-#: violation found is the one reported; docs/rules.md tells the whole order.
-#: The guard checks the request's host (component "host": its Host header or
-#: ``:authority``; bad-host, then host-not-allowed) before the target.
+#: Every rule code, in the order docs/rules.md states them (the order in
+#: which the rules are applied, the first violation found being the one
+#: reported, is stated there once).
 RULES: Final[tuple[Rule, ...]] = (
     "too-long",
     "fragment",

@@ -71,7 +71,7 @@ BROWSER_QUERY_EXTRA = frozenset(b"[\\]^`{|}")
 
 # What browsers put, percent-encoded, into query text that a user typed: a
 # GET form's <textarea> sends its line breaks as %0D%0A and tabs as %09
-# (measured with Chromium 156 and Firefox ESR 153). Never in the path.
+# (docs/servers.md). Never in the path.
 BROWSER_QUERY_CHARS = "\t\n\r"
 
 # The only extras a policy may allow raw: printable ASCII outside RFC 3986's

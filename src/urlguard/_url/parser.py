@@ -35,8 +35,7 @@ __all__ = ["IMPLEMENTATION", "PARSER", "parse_split_target", "parse_target"]
 
 def _no_extensions(environ: os._Environ[str] | dict[str, str] = os.environ) -> bool:
     """Whether the environment forbids compiled modules: only an explicit yes,
-    so that ``URLGUARD_NO_EXTENSIONS=0`` keeps them (a slip aiohttp and yarl
-    both made once, reading any non-empty value as yes)."""
+    so that ``URLGUARD_NO_EXTENSIONS=0`` keeps them."""
     return environ.get("URLGUARD_NO_EXTENSIONS", "").strip().lower() in ("1", "true", "yes")
 
 

@@ -21,7 +21,13 @@ Each framework's module also registers a ``segment`` route parameter (one
 segment of the guarded target, decoded, ``%2F`` kept as ``/``): Starlette and
 FastAPI ``{unit:segment}``, Flask ``<segment:unit>`` (with its
 ``SegmentConverter`` added to the application's URL map), Django
-``<segment:unit>``. Two more modules export the guard's counts as metrics:
+``<segment:unit>``. Its value reaches the router on the *routing path*: when a
+policy keeps an encoded slash and the target holds one, the middleware hands
+the application a copy of the scope or environ whose decoded path writes each
+``/`` inside a segment as ``%2F`` and each ``%`` as ``%25``; a ``segment``
+parameter undoes exactly those two, any other parameter keeps the text.
+
+Two more modules export the guard's counts as metrics:
 ``urlguard.integrations.opentelemetry`` and ``urlguard.integrations.prometheus``.
 """
 
