@@ -183,7 +183,7 @@ class Guard(Generic[C, A]):
                     carrier[TARGET_KEY] = self._parse_split(raw, query, self.policy, host)
             except InvalidTarget as exc:
                 return self._refuse(exc, raw, query, carrier, host, self.table.base)
-            if self.keeps_slash and b"%2" in raw:
+            if self.keeps_slash and raw.partition(b"%2")[1]:  # see _routing
                 return _routing(raw, False)
             return None
         return self._decide_in_full(raw, query, mount, carrier, host)
@@ -262,7 +262,7 @@ class Guard(Generic[C, A]):
                     carrier[TARGET_KEY] = self._parse_split(below, query, route.policy, known)
         except InvalidTarget as exc:
             return self._refuse(exc, below, query, carrier, host, route)
-        if self.keeps_slash and b"%2" in below:
+        if self.keeps_slash and below.partition(b"%2")[1]:
             return _routing(below, below is not raw)
         return None
 
@@ -388,7 +388,17 @@ class Guard(Generic[C, A]):
 
 
 def _routing(raw: bytes, below_mount: bool) -> RoutingPath | None:
+    """The routing path of an accepted target that keeps a '/' inside a
+    segment, or the text "%2F" or "%25" there: each needs an escape "%2" in
+    the raw target, which the decision looks for first, with
+    ``raw.partition``: ``b"%2" in raw`` and ``raw.find`` first try to read
+    their argument as an integer (a byte value), and raise and clear a
+    TypeError inside to find it is not one."""
     # From the raw path, not Target.segments: a target makes its decoded
     # pieces only when they are read, and most handlers never read them.
     path = routing_path(raw.partition(b"?")[0] if raw[:1] == b"/" else raw_path_of(raw))
-    return None if path is None else RoutingPath(path, below_mount)
+    if path is None:
+        return None
+    # The tuple RoutingPath(path, below_mount) makes, without the Python-level
+    # __new__ a NamedTuple defines: a kept '/' is every request on such routes.
+    return tuple.__new__(RoutingPath, (path, below_mount))

@@ -86,7 +86,7 @@ class RouteTable:
         if not self.routes:
             return self.base
         path = path_of(target)
-        return self._route_decoded(unquote_to_bytes(path) if b"%" in path else path)
+        return self._route_decoded(unquote_to_bytes(path))
 
     def candidates(self, raw: bytes, mount: bytes | None) -> tuple[bytes, tuple[Route, ...]]:
         """``raw`` relative to the mount point (:func:`unmount`), and the
