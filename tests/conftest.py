@@ -28,14 +28,15 @@ from __future__ import annotations
 import importlib
 import os
 from abc import ABCMeta, abstractmethod
+from collections.abc import Callable
 from types import ModuleType
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
 import pytest
 
 import urlguard
 import urlguard._url.parser
-from urlguard import Policy, Target
+from urlguard import InvalidTarget, Policy, Target
 from urlguard._url.host import Host
 from urlguard._url.parser_py import HostValue
 
@@ -112,6 +113,25 @@ def target_fields(target: urlguard.Target) -> tuple[object, ...]:
         target.params,
         target.query,
     )
+
+
+def verdict(parse: Callable[[], Target]) -> tuple[Any, ...]:
+    """Everything observable about one parse."""
+    try:
+        target = parse()
+    except InvalidTarget as error:
+        return (
+            "rejected",
+            type(error),
+            error.args,
+            error.rule,
+            error.component,
+            error.index,
+            error.offset,
+            str(error),
+        )
+    assert type(target) is Target or isinstance(target, Target)
+    return ("accepted", *target_fields(target), hash(target))
 
 
 def _implementations() -> list[str]:
