@@ -29,7 +29,6 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from types import ModuleType
 from typing import Any, NamedTuple, get_type_hints
 
 import pytest
@@ -156,7 +155,7 @@ OPTIONS = {
     "mode": str | None,
     "missing_raw_target": MissingRawTarget,
     "log_level": int,
-    "parser": ModuleType | None,
+    "parser": urlguard._url.parser.ParserModule | None,
     "allowed_hosts": Iterable[str] | None,
 }
 

@@ -45,7 +45,6 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
-from types import ModuleType
 from typing import Any, Final, Generic, Literal, NamedTuple, TypeVar
 from urllib.parse import quote_from_bytes
 
@@ -575,7 +574,7 @@ class GuardedMiddleware(Generic[A, C]):
         on_violation: Callable[[InvalidTarget, C], object] | None = None,
         missing_raw_target: MissingRawTarget = "refuse",
         log_level: int = logging.WARNING,
-        parser: ModuleType | None = None,
+        parser: _parser.ParserModule | None = None,
         allowed_hosts: Iterable[str] | None = None,
     ) -> None:
         """
