@@ -64,7 +64,7 @@ from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipP
 
 import tour
 import urlguard
-from doc_pages import FENCES, PAGES, ROOT, Block, commands, page_blocks
+from doc_pages import FENCES, PAGES, PROJECT_FILE, ROOT, Block, commands, page_blocks
 from fresh_installs import copy_source, user_env
 from rawhttp import free_port, request, running
 from suggest_helpers import REALISTIC, write_log
@@ -108,7 +108,7 @@ class PythonBlocks:
 
     def __call__(self, document: Document) -> Iterable[Region]:
         for region in self.python(document):
-            if isinstance(region.parsed, str) and re.match(r"# \w+(/\w+)+\.py\b", region.parsed):
+            if isinstance(region.parsed, str) and PROJECT_FILE.match(region.parsed):
                 region.evaluator = compile_project_file
             yield region
 
