@@ -1,5 +1,5 @@
 """Write the fuzzing seed corpus: the truth-table targets of tests/test_target.py,
-the corner cases of tests/test_fuzz_regressions.py and a few targets with a
+the corner cases of tests/fuzz_checks.py and a few targets with a
 Host line before them, one file each.
 
     python fuzz/build_corpus.py DIRECTORY
@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from test_fuzz_regressions import CORNER_CASES, seed_targets
+from fuzz_checks import CORNER_CASES, seed_targets
 
 #: A Host line, then a target: fuzz_compiled.py checks parse_target(target, host=...).
 WITH_HOSTS = [

@@ -2,7 +2,7 @@
 
 For every input, under each policy of ``tests/test_parser_c.py``, the
 compiled ``parse_target`` and the reference's must agree on everything
-observable (``verdict`` there: the rule, component, index, offset and
+observable (``verdict`` of ``tests/conftest.py``: the rule, component, index, offset and
 message of a rejection; every field of an accepted ``Target``), and so must
 ``parse_split_target`` with the input cut at its first ``?``, and
 ``parse_target`` with a Host: the input's first line, when it has two. The reference
@@ -46,7 +46,8 @@ else:
 
 import urlguard._url.parser_c as compiled  # noqa: E402  (after the instrumented import)
 
-from test_parser_c import POLICY_VALUES, verdict  # noqa: E402
+from conftest import verdict  # noqa: E402
+from test_parser_c import POLICY_VALUES  # noqa: E402
 
 
 def check(data: bytes) -> None:

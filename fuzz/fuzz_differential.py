@@ -1,11 +1,11 @@
 """Coverage-guided differential fuzzing: urlguard against the reference parser.
 
-The oracle is ``assert_agree`` from ``tests/test_differential.py``: under each
-policy pair there, ``urlguard.parse_target`` and the plain reference reading
-of docs/rules.md (``tests/reference_parser.py``) must agree on accept or
-reject, on the rule (and where it is), and on the decoded pieces. Slower than
-``fuzz_parse_target.py`` (the reference is a loop over bytes), so inputs are
-capped at 512 bytes. ``urlguard`` and the reference reading are
+The oracle is ``assert_agree`` from ``tests/reference_agreement.py``: under
+each policy pair of ``tests/test_differential.py``, ``urlguard.parse_target``
+and the plain reference reading of docs/rules.md (``tests/reference_parser.py``)
+must agree on accept or reject, on the rule (and where it is), and on the
+decoded pieces. Slower than ``fuzz_parse_target.py`` (the reference is a loop
+over bytes), so inputs are capped at 512 bytes. ``urlguard`` and the reference reading are
 instrumented for coverage (the latter guides the search where
 ``urlguard.parse_target`` is the compiled parser, which atheris cannot
 instrument).
@@ -27,7 +27,8 @@ with atheris.instrument_imports(include=["urlguard", "reference_parser"]):
     import reference_parser  # noqa: F401  (imported here so that it is instrumented)
     import urlguard  # noqa: F401
 
-from test_differential import POLICIES, assert_agree
+from reference_agreement import assert_agree
+from test_differential import POLICIES
 
 PAIRS = [param.values for param in POLICIES]
 

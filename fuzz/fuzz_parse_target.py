@@ -1,7 +1,7 @@
 """Coverage-guided fuzzing of ``urlguard.parse_target`` with atheris (libFuzzer).
 
 Every input is parsed, as bytes, under each of the policies in
-``tests/test_fuzz_regressions.py`` (``FUZZ_POLICIES``) and once as text; the
+``tests/fuzz_checks.py`` (``FUZZ_POLICIES``) and once as text; the
 oracle is ``check_one`` from that file: only ``InvalidTarget`` may escape, its
 rule is a known code, its position lies inside the input and its message is
 printable ASCII; an accepted target's pieces are all ``str``, and the same
@@ -16,7 +16,7 @@ Run it (``tox -e fuzz`` does this, for a bounded time)::
     python fuzz/fuzz_parse_target.py -max_total_time=120 -max_len=9000 /tmp/corpus
 
 Any input that fails is written as ``crash-<sha1>`` (see ``-artifact_prefix``);
-add it to ``CORNER_CASES`` in ``tests/test_fuzz_regressions.py``.
+add it to ``CORNER_CASES`` in ``tests/fuzz_checks.py``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ with atheris.instrument_imports(include=["urlguard"]):
     import urlguard  # imported here so that it is instrumented
     import urlguard._url.parser_py  # the reference, which urlguard itself may not import
 
-from test_fuzz_regressions import FUZZ_POLICIES, check_one
+from fuzz_checks import FUZZ_POLICIES, check_one
 from urlguard import InvalidTarget
 from urlguard._url import parser_py as _parser_py
 

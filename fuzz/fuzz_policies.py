@@ -1,7 +1,7 @@
 """Differential fuzzing over the policy space: the compiled parser, the pure one, and
 the tests' own reading of the rules.
 
-The generators of ``tests/test_policy_space.py``, driven by a seeded
+The generators of ``tests/policy_space.py``, driven by a seeded
 ``random.Random`` instead of Hypothesis and run for millions of inputs:
 draw a policy over every switch, then targets made for it, and compare
 ``parse_target`` and ``parse_split_target`` of the compiled and the pure
@@ -49,7 +49,7 @@ import urlguard._url.parser_c
 
 import urlguard._url.parser_py
 from conftest import Parser
-from test_policy_space import (
+from policy_space import (
     GuardCase,
     Seeded,
     draw_guard_case,

@@ -27,17 +27,18 @@ from __future__ import annotations
 
 import importlib
 import os
-from abc import ABCMeta, abstractmethod
+import sys
+from collections.abc import Callable
 from types import ModuleType
-from typing import NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import pytest
 
 import urlguard
 import urlguard._url.parser
-from urlguard import Policy, Target
-from urlguard._url.host import Host
-from urlguard._url.parser_py import HostValue
+import urlguard._url.parser_py
+from urlguard import InvalidTarget, Target
+from urlguard._url.parser import ParserModule
 
 REFERENCE_MODULE = "urlguard._url.parser_py"
 COMPILED_MODULE = "urlguard._url.parser_c"
@@ -45,30 +46,15 @@ COMPILED_MODULE = "urlguard._url.parser_c"
 MODULES = {"python": REFERENCE_MODULE, "compiled": COMPILED_MODULE}
 
 
-class Parser(ModuleType, metaclass=ABCMeta):
-    """What a parser module holds, for the type checker: ``urlguard._url.parser_py``
-    and ``urlguard._url.parser_c`` both export these functions. Nothing is an
-    instance of it: the fixture hands over the module itself, typed as this."""
+#: What a parser module holds, a ``Protocol``: ``urlguard._url.parser_py`` and
+#: ``urlguard._url.parser_c`` both export its functions. The fixture hands over
+#: the module itself; the type checker holds both modules to it here.
+Parser = ParserModule
+if TYPE_CHECKING:
+    import urlguard._url.parser_c
 
-    @abstractmethod
-    def parse_target(
-        self,
-        raw: bytes | bytearray | memoryview | str,
-        policy: Policy | None = None,
-        host: HostValue = None,
-    ) -> Target: ...
-
-    @abstractmethod
-    def parse_split_target(
-        self,
-        raw_path: bytes | bytearray | memoryview,
-        query: bytes | bytearray | memoryview,
-        policy: Policy,
-        host: HostValue = None,
-    ) -> Target: ...
-
-    @abstractmethod
-    def host_header(self, headers: object, known: dict[bytes, Host]) -> Host | bytes | None: ...
+    _REFERENCE: Parser = urlguard._url.parser_py
+    _COMPILED: Parser = urlguard._url.parser_c
 
 
 #: The parser urlguard chose at import (``urlguard.parse_target`` is its
@@ -80,20 +66,20 @@ def _compiled_expected() -> bool:
     return os.environ.get("URLGUARD_EXPECT_IMPLEMENTATION") == "compiled"
 
 
-def implementation_module(name: str) -> Parser:
-    """``"python"`` or ``"compiled"`` as a module; the compiled one skips the
-    test when it was not built (and fails it when CI expects it)."""
+def implementation_module(name: str) -> ModuleType:
+    """``"python"`` or ``"compiled"`` as a module (a ``Parser``); the compiled
+    one skips the test when it was not built (and fails it when CI expects it)."""
     try:
-        return cast(Parser, importlib.import_module(MODULES[name]))
+        return importlib.import_module(MODULES[name])
     except ImportError as error:
         if _compiled_expected():
             raise AssertionError(f"the compiled parser was expected: {error}") from error
         pytest.skip(f"the compiled parser is not built here ({error})")
 
 
-def implementation_name(parser: ModuleType) -> str:
+def implementation_name(parser: Parser) -> str:
     """``"python"`` or ``"compiled"``: the name of a parser module."""
-    (name,) = [name for name, module in MODULES.items() if module == parser.__name__]
+    (name,) = [name for name, module in MODULES.items() if sys.modules.get(module) is parser]
     return name
 
 
@@ -112,6 +98,25 @@ def target_fields(target: urlguard.Target) -> tuple[object, ...]:
         target.params,
         target.query,
     )
+
+
+def verdict(parse: Callable[[], Target]) -> tuple[Any, ...]:
+    """Everything observable about one parse."""
+    try:
+        target = parse()
+    except InvalidTarget as error:
+        return (
+            "rejected",
+            type(error),
+            error.args,
+            error.rule,
+            error.component,
+            error.index,
+            error.offset,
+            str(error),
+        )
+    assert type(target) is Target or isinstance(target, Target)
+    return ("accepted", *target_fields(target), hash(target))
 
 
 def _implementations() -> list[str]:

@@ -24,9 +24,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import reference_parser as ref
-from conftest import CHOSEN, Parser
-from test_fuzz_regressions import seed_targets
-from urlguard import RULES, InvalidTarget, Policy
+from conftest import Parser
+from fuzz_checks import seed_targets
+from reference_agreement import assert_agree, reference_policy
+from urlguard import RULES, Policy
 
 P = pytest.param
 LATIN1 = ((0x20, 0x7E), (0xA0, 0xFF))
@@ -83,27 +84,6 @@ POLICIES = [
 ]
 
 
-def reference_policy(policy: Policy) -> ref.RefPolicy:
-    """The reference's spelling of ``policy``: the same switch for each field."""
-    return ref.RefPolicy(
-        max_length=policy.max_length,
-        max_segments=policy.max_segments,
-        max_params=policy.max_params,
-        path_extra=policy.raw_path_extra,
-        query_extra=policy.raw_query_extra,
-        keep_encoded_slash=policy.encoded_slash == "keep",
-        keep_encoded_backslash=policy.encoded_backslash == "keep",
-        allow_dot_segments=policy.dot_segment == "allow",
-        allow_empty_segments=policy.empty_segment == "allow",
-        allow_double_encoding=policy.double_encoding == "allow",
-        path_params=policy.path_params,
-        plus_as_space=policy.plus_as_space,
-        allowed_ranges=None if policy.allowed_ranges is None else tuple(policy.allowed_ranges),
-        allow_chars=policy.allow_chars,
-        query_allow_chars=policy.query_allow_chars,
-    )
-
-
 def test_reference_policy_names_every_switch() -> None:
     def switches(ref_policy: ref.RefPolicy) -> dict[str, object]:
         values = dataclasses.asdict(ref_policy)  # characters as sets: their order is no switch
@@ -113,63 +93,6 @@ def test_reference_policy_names_every_switch() -> None:
     for param in POLICIES:
         policy, ref_policy = param.values
         assert switches(reference_policy(policy)) == switches(ref_policy)  # type: ignore[arg-type]
-
-
-# Rules that apply to the target as a whole, in the documented order; then
-# every segment, then every query pair, each a stage of its own.
-WHOLE_TARGET_STAGES = [
-    ("too-long", "target"),
-    ("fragment", "target"),
-    ("bad-form", "target"),
-    ("raw-char", "path"),
-    ("raw-char", "query"),
-    ("too-many", "path"),
-    ("too-many", "query"),
-]
-
-
-def stage(violation: ref.Violation) -> tuple[int, int]:
-    """Where a violation sits in the documented order: (stage, index)."""
-    key = (violation.rule, violation.component)
-    if key in WHOLE_TARGET_STAGES:
-        return WHOLE_TARGET_STAGES.index(key), 0
-    if violation.component == "target":  # the authority's checks belong to the form's
-        return WHOLE_TARGET_STAGES.index(("bad-form", "target")), 0
-    assert violation.index is not None
-    return (7 if violation.component == "path" else 8), violation.index
-
-
-def assert_agree(
-    raw: bytes, policy: Policy, ref_policy: ref.RefPolicy, parser: Parser = CHOSEN
-) -> None:
-    """``parser`` (the fuzz target passes none: the one chosen at import) and
-    the reference agree on ``raw``."""
-    expected = ref.check(raw, ref_policy)
-    seen = expected.violations
-    try:
-        target = parser.parse_target(raw, policy)
-    except InvalidTarget as error:
-        got = (error.rule, error.component, error.index)
-        assert seen, f"urlguard rejects {raw!r} with {got}, the reference accepts"
-        assert error.rule in expected.rules, (raw, got, seen)
-        if len(expected.rules) == 1:
-            assert error.rule == seen[0].rule, (raw, got, seen)
-        # The first stage (the whole target's rules in order, then each
-        # segment, then each pair) is the one urlguard reports from ...
-        first_stage = [v for v in seen if stage(v) == stage(seen[0])]
-        assert (error.component, error.index) == (seen[0].component, seen[0].index), (raw, got)
-        assert error.rule in {v.rule for v in first_stage}, (raw, got, seen)
-        # ... and within it, the first rule in the documented order.
-        assert error.rule == seen[0].rule, (raw, got, seen)
-        return
-    assert not seen, f"urlguard accepts {raw!r}, the reference sees {seen}"
-    assert target.segments == expected.segments, raw
-    assert target.query == expected.query, raw
-    if ref_policy.path_params == "split":
-        assert target.params == expected.params, raw
-    else:
-        assert target.params == ((),) * len(target.segments), raw
-    assert target.raw == raw
 
 
 # --- targets built from tokens --------------------------------------------------------------------

@@ -1,47 +1,35 @@
 """Every code sample in README.md and docs/ runs here, as the page shows it.
 
-The samples stay in the pages, and this module extracts every fenced block
-from them. Moving them into files included with ``pymdownx.snippets`` would
-also work for the site, but the README and the pages on GitHub would then show
-an include line instead of the code, and each sample would live apart from the
-prose that explains it. Extraction keeps the Markdown the single source: a
-page is tested exactly as a reader copies it.
+The samples stay in the pages: Sybil reads each page and runs its blocks in
+page order, in one namespace and one fresh working directory per page, as
+a reader pastes a page top to bottom. Each block runs by its language:
 
-Each block runs by its language:
-
-- ``python`` blocks that start with ``>>>`` run as doctests, each on its own.
-- Other ``python`` blocks run in page order in one namespace, as a reader
-  pastes a page top to bottom, with a fresh process-wide Prometheus
-  registry, as a new process has. A block whose first line names a file of a
-  project (``# mysite/wsgi.py``) is that file instead: the Django page's
-  blocks are written into a project made by ``django-admin startproject``.
-- ``toml`` blocks are urlguard configurations, read with ``load_config``.
-  One whose first line names its file (``# urlguard.toml``) is that file.
-- ``text`` blocks are files a page's commands read, each named by its
-  marker (``<!-- sample: file access.log -->``).
-- Files a page shows (its named ``toml`` and ``text`` blocks) are written
-  into the working directory its ``python`` blocks and ``$ urlguard``
-  lines run in, a fresh one for each page.
-- ``console`` blocks: each ``$ curl`` line is sent, byte for byte over a raw
-  socket (a client would normalise the target), to the page's application
-  behind a real server on loopback, and each ``$ urlguard`` line runs the
-  command line; the answer must be the text the page prints under it.
-- ``sh`` blocks name commands: each is checked against what it names (an
-  extra in ``pyproject.toml``, a file, an importable application, arguments
-  the command line accepts), runs when it is a ``python -c`` line, and a
+- ``python``: run in the page's namespace; a block that starts with ``>>>``
+  is a doctest. A block whose first line names a file of a project
+  (``# mysite/wsgi.py``) is that file: it is compiled here, and the Django
+  page's project is served below.
+- ``toml``: a urlguard configuration, read with ``load_config``; one whose
+  first line names its file (``# urlguard.toml``) is written there.
+- ``text`` with a title (``text title="access.log"``, shown above the block
+  on the site): a file the page's commands read, written there.
+- ``console``: each ``$ urlguard`` line runs the command line and prints the
+  text shown under it; each ``$ curl`` line is sent below, byte for byte over
+  a raw socket (a client would normalise the target), to the page's
+  application behind a real server on loopback.
+- ``sh``: each command is checked against what it names (an extra in
+  ``pyproject.toml``, a file, an importable application, arguments the
+  command line accepts), runs when it is a ``python -c`` line, and a
   framework page's start command is the one that serves its quick start.
-- ``apache`` blocks are ``LogFormat`` lines: a line written in the format
-  is one ``urlguard audit`` reads in the format the directive names.
-- ``promql`` blocks are queries: each metric and label they select is one
-  the Prometheus integration exposes.
-- A fence without a language is a figure (a diagram, a usage synopsis).
+- ``apache``: a ``LogFormat`` line; a line written in that format is one
+  ``urlguard audit`` reads in the format the directive names.
+- ``promql``: each metric and label the query selects is one the Prometheus
+  integration exposes.
+- A fence without a language, or ``text`` without a title, is a figure.
 
-An HTML comment on the line above a fence, which the site does not render,
-says how to run a block that cannot run on its own:
-``<!-- sample: given an ASGI app -->`` (also ``a WSGI app``, ``a Starlette
-app``, ``a Flask app``) binds ``app`` to a fresh application of that kind
-first, ``<!-- sample: file NAME -->`` names the file a ``text`` block is, and
-``<!-- sample: not run: REASON -->`` leaves a block out, with its reason.
+Sybil's own markers, in HTML comments the site does not render, say how
+to run what cannot run alone: ``<!-- invisible-code-block: python ... -->``
+is code run before the next block (an ``app`` for a middleware sample to
+wrap), ``<!-- skip: next "REASON" -->`` shows a block without running it.
 
 A framework page's quick start is its ``python`` code above the first
 section heading, saved as ``app.py`` (the page says so) and started with the
@@ -51,270 +39,109 @@ marker: real processes on loopback.
 
 from __future__ import annotations
 
-import doctest
+import contextlib
+import io
 import itertools
 import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import tomllib
+import unittest
 import venv
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sybil import Document, Example, Region, Sybil
+from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipParser
 
 import tour
 import urlguard
+from doc_pages import FENCES, PAGES, PROJECT_FILE, ROOT, Block, commands, page_blocks
+from fresh_installs import copy_source, user_env
 from rawhttp import free_port, request, running
+from suggest_helpers import REALISTIC, write_log
 from urlguard.cli import commands as cli
 from urlguard.cli.audit import HOST_FORMATS
 
-ROOT = Path(__file__).resolve().parent.parent
-#: Every page a reader copies code from.
-PAGES = [
-    "README.md",
-    *sorted(str(path.relative_to(ROOT)) for path in (ROOT / "docs").rglob("*.md")),
-]
 #: The pages whose quick start is served; Django's is a project of files.
 FRAMEWORKS = [f"docs/frameworks/{name}.md" for name in ("starlette", "fastapi", "flask")]
 DJANGO = "docs/frameworks/django.md"
 #: Pages whose ``curl`` lines ask the README's Starlette quick start: the
 #: README, and getting-started, whose 400s any guarded application answers.
 README_SERVED = ["README.md", "docs/getting-started.md"]
+SERVED_PAGES = [*FRAMEWORKS, DJANGO, *README_SERVED]
 #: The base URL every documented ``curl`` line uses.
 BASE = "http://127.0.0.1:8000"
 CONTROL_SOCKET = ["--no-control-socket"] if tour.gunicorn_has_control_socket() else []
+BLOCKS = {page: page_blocks(page) for page in PAGES}
 
 
-# --- the blocks ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Block:
-    """One fenced block of a page, its code dedented to the fence's column."""
-
-    page: str
-    line: int  # of the opening fence, from 1
-    language: str
-    code: str
-    heading: str  # the text of the nearest heading above it
-    level: int  # that heading's level (0: none)
-    marker: str | None  # what ``<!-- sample: ... -->`` on the line above says
-
-    @property
-    def where(self) -> str:
-        return f"{self.page}:{self.line}"
-
-
-FENCE = re.compile(r"^(?P<indent> *)```(?P<language>[\w-]*)\s*$")
-MARKER = re.compile(r"^\s*<!-- sample: (?P<what>.+?) -->\s*$")
-HEADING = re.compile(r"^(?P<hashes>#+) (?P<text>.*)$")
-
-
-def fenced_blocks(page: str) -> list[Block]:
-    """Every fenced block of ``page`` (a path from the project root), in order,
-    indented ones (inside tabs and admonitions) included."""
-    lines = (ROOT / page).read_text(encoding="utf-8").splitlines()
-    blocks: list[Block] = []
-    heading, level = "", 0
-    i = 0
-    while i < len(lines):
-        fence = FENCE.match(lines[i])
-        if fence is None:
-            if (found := HEADING.match(lines[i])) is not None:
-                heading, level = found["text"].strip(), len(found["hashes"])
-            i += 1
-            continue
-        indent = fence["indent"]
-        above = MARKER.match(lines[i - 1]) if i > 0 else None
-        end = i + 1
-        while lines[end].rstrip() != indent + "```":
-            end += 1
-        code = "\n".join(line.removeprefix(indent) for line in lines[i + 1 : end])
-        marker = above["what"] if above is not None else None
-        blocks.append(Block(page, i + 1, fence["language"], code, heading, level, marker))
-        i = end + 1
-    return blocks
-
-
-BLOCKS = [block for page in PAGES for block in fenced_blocks(page)]
-
-
-def given_asgi() -> Any:
-    from starlette.applications import Starlette
-
-    return Starlette()
-
-
-def given_wsgi() -> Any:
-    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-        start_response("200 OK", [("Content-Type", "text/plain")])
-        return [b"ok"]
-
-    return app
-
-
-def given_flask() -> Any:
-    from flask import Flask
-
-    return Flask(__name__)
-
-
-#: What ``<!-- sample: given ... -->`` binds ``app`` to.
-GIVEN: dict[str, Callable[[], Any]] = {
-    "an ASGI app": given_asgi,
-    "a Starlette app": given_asgi,
-    "a WSGI app": given_wsgi,
-    "a Flask app": given_flask,
-}
-PROJECT_FILE = re.compile(r"^# (?P<path>\w+(?:/\w+)+\.py)\b")
-TOML_FILE = re.compile(r"^# (?P<name>[\w.-]+\.toml)$", re.MULTILINE)
-LANGUAGES = {"python", "toml", "console", "sh", "text", "apache", "promql", ""}
-
-
-def is_doctest(block: Block) -> bool:
-    return block.language == "python" and block.code.lstrip().startswith(">>>")
-
-
-def project_file(block: Block) -> str | None:
-    found = PROJECT_FILE.match(block.code)
-    return found["path"] if found is not None else None
-
-
-def runs(block: Block) -> bool:
-    return block.marker is None or not block.marker.startswith("not run:")
-
-
-def shown_file(block: Block) -> str | None:
-    """The name of the file ``block`` is, if it is one: a ``text`` block named
-    by its marker, or a ``toml`` block whose first line names it."""
-    if block.language == "text" and block.marker is not None:
-        name = block.marker.removeprefix("file ")
-        return name if name != block.marker else None
-    if block.language == "toml" and (found := TOML_FILE.match(block.code)) is not None:
-        return found["name"]
-    return None
-
-
-def page_files(page: str, directory: Path) -> None:
-    """Write the files ``page`` shows into ``directory``."""
-    for block in BLOCKS:
-        if block.page == page and runs(block) and (name := shown_file(block)) is not None:
-            (directory / name).write_text(block.code + "\n", encoding="utf-8")
-
-
-def ids(blocks: list[Block]) -> list[Any]:
-    return [pytest.param(block, id=block.where) for block in blocks]
-
-
-def test_every_block_is_run_or_says_why_not() -> None:
-    assert len(BLOCKS) > 40
-    for block in BLOCKS:
-        assert block.language in LANGUAGES, f"{block.where}: no runner for {block.language!r}"
-        if block.language == "text" and runs(block):
-            assert block.marker is not None, f"{block.where}: a text block names its file"
-        if block.marker is None:
-            continue
-        if block.marker.startswith("not run:"):
-            assert block.marker.removeprefix("not run:").strip(), f"{block.where}: no reason"
-        elif block.marker.startswith("file "):
-            assert block.language == "text", block.where
-            assert re.fullmatch(r"[\w.-]+", block.marker.removeprefix("file ")), block.where
-        else:
-            assert block.marker.removeprefix("given ") in GIVEN, f"{block.where}: {block.marker}"
-            assert block.language == "python", block.where
-
-
-def test_the_block_reader_finds_indented_fences_and_markers() -> None:
-    tabs = [b for b in fenced_blocks("docs/getting-started.md") if b.marker is not None]
-    assert [(b.marker, b.code.splitlines()[0]) for b in tabs] == [
-        ("given an ASGI app", "from urlguard.asgi import StrictURLMiddleware"),
-        ("given a WSGI app", "from urlguard.wsgi import StrictURLMiddleware"),
-    ]
+def blocks(language: str | None = None) -> Iterator[Block]:
+    for page in PAGES:
+        for block in BLOCKS[page]:
+            if language is None or block.language == language:
+                yield block
 
 
 # --- python ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("block", ids([b for b in BLOCKS if is_doctest(b)]))
-def test_doctest(block: Block) -> None:
-    parser = doctest.DocTestParser()
-    test = parser.get_doctest(block.code, {}, block.where, block.page, block.line)
-    assert test.examples
-    runner = doctest.DocTestRunner()
-    runner.run(test)
-    assert runner.summarize(verbose=False).failed == 0
+def compile_project_file(example: Example) -> None:
+    """A file of a project is compiled here; the project is served below."""
+    compile(example.parsed, example.path, "exec")
 
 
-def in_process(page: str) -> list[Block]:
-    return [
-        b
-        for b in BLOCKS
-        if b.page == page
-        and b.language == "python"
-        and runs(b)
-        and not is_doctest(b)
-        and project_file(b) is None
-    ]
+class PythonBlocks:
+    """Sybil's Python parser (code and doctests in the page's namespace), but
+    for the files of a project, which do not run in the page's process."""
+
+    def __init__(self) -> None:
+        self.python = PythonCodeBlockParser()
+
+    def __call__(self, document: Document) -> Iterable[Region]:
+        for region in self.python(document):
+            if isinstance(region.parsed, str) and PROJECT_FILE.match(region.parsed):
+                region.evaluator = compile_project_file
+            yield region
 
 
-@pytest.fixture
-def django_settings() -> Iterator[None]:
-    """Django configured in this process (the example project's settings), and
-    the environment put back after a sample sets ``DJANGO_SETTINGS_MODULE``."""
-    import django_app  # noqa: F401  (configures the settings)
+# --- files: toml and titled text ---------------------------------------------------------------
 
-    before = os.environ.get("DJANGO_SETTINGS_MODULE")
-    yield
-    if before is None:
-        os.environ.pop("DJANGO_SETTINGS_MODULE", None)
-    else:
-        os.environ["DJANGO_SETTINGS_MODULE"] = before
+TOML_FILE = re.compile(r"^# (?P<name>[\w.-]+\.toml)$", re.MULTILINE)
 
 
-@pytest.fixture
-def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A fresh process-wide Prometheus registry, as a new process has: a
-    sample registers its collector there, once per process."""
-    import prometheus_client
-
-    monkeypatch.setattr(prometheus_client, "REGISTRY", prometheus_client.CollectorRegistry())
-
-
-@pytest.mark.parametrize("page", [page for page in PAGES if in_process(page)])
-def test_python_blocks_run_in_page_order(
-    page: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    django_settings: None,
-    fresh_registry: None,
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    page_files(page, tmp_path)
-    namespace: dict[str, Any] = {"__name__": f"docs_{Path(page).stem}"}
-    for block in in_process(page):
-        if block.marker is not None:
-            namespace["app"] = GIVEN[block.marker.removeprefix("given ")]()
-        code = compile(block.code, block.where, "exec")
-        exec(code, namespace)  # the page's own code, as a reader pastes it
+def toml_is_a_configuration(example: Example) -> None:
+    """A configuration urlguard reads; written to the file its first line names."""
+    code: str = example.parsed
+    if (named := TOML_FILE.match(code)) is not None:
+        Path(named["name"]).write_text(code, encoding="utf-8")
+    path = Path("shown-configuration.toml")
+    path.write_text(code, encoding="utf-8")
+    assert isinstance(urlguard.load_config(path), urlguard.Config)
+    path.unlink()
 
 
-# --- toml --------------------------------------------------------------------------------------
+def write_shown_file(example: Example) -> None:
+    title, code = example.parsed
+    assert re.fullmatch(r"[\w.-]+", title), title
+    Path(title).write_text(code, encoding="utf-8")
 
 
-@pytest.mark.parametrize("block", ids([b for b in BLOCKS if b.language == "toml" and runs(b)]))
-def test_toml_is_a_configuration(block: Block, tmp_path: Path) -> None:
-    path = tmp_path / "urlguard.toml"
-    path.write_text(block.code + "\n", encoding="utf-8")
-    assert isinstance(urlguard.load_config(path), urlguard.Config), block.where
+def titled_text_blocks(document: Document) -> Iterable[Region]:
+    """``text`` blocks with a title: the files the page's commands read."""
+    for region in FENCES(document):
+        if region.lexemes["language"] == "text" and region.lexemes["title"] is not None:
+            region.parsed = (region.lexemes["title"], str(region.lexemes["source"]))
+            region.evaluator = write_shown_file
+            yield region
 
 
 # --- apache ------------------------------------------------------------------------------------
@@ -340,26 +167,31 @@ def logged(layout: str, host: str, port: str, target: str) -> str:
     return DIRECTIVE.sub(lambda found: values[found[0]], layout)
 
 
-@pytest.mark.parametrize("block", ids([b for b in BLOCKS if b.language == "apache" and runs(b)]))
-def test_log_format_is_the_one_audit_reads(
-    block: Block, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def command_line(argv: list[str]) -> tuple[int, str, str]:
+    """The ``urlguard`` command line run in this process: its code, output and errors."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def log_format_is_the_one_audit_reads(example: Example) -> None:
     """Lines Apache writes in the block's format are read in the format it names,
     with the host judged where that format has one."""
-    directive, layout, name = shlex.split(block.code)  # Apache unescapes \" as shlex does
-    assert directive == "LogFormat", block.where
+    directive, layout, name = shlex.split(example.parsed)  # Apache unescapes \" as shlex does
+    assert directive == "LogFormat"
     names_host = name in HOST_FORMATS
     sent = [("example.com", "443", "/files/a%2Fb"), ("0x7f.1", "80", "/")]
     lines = [logged(layout, host, port, target) for host, port, target in sent]
-    log = tmp_path / "access.log"
-    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert cli.main(["audit", "--json", str(log)]) == 1
-    report = json.loads(capsys.readouterr().out)
-    assert report["formats"] == [name], block.where
-    assert report["parsed"] == len(sent), block.where
-    assert report["hosts_checked"] is names_host, block.where
+    Path("apache.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out, _ = command_line(["audit", "--json", "apache.log"])
+    assert code == 1
+    report = json.loads(out)
+    assert report["formats"] == [name]
+    assert report["parsed"] == len(sent)
+    assert report["hosts_checked"] is names_host
     expected = {"encoded-slash": 1, "bad-host": 1} if names_host else {"encoded-slash": 1}
-    assert report["rules"] == expected, block.where
+    assert report["rules"] == expected
 
 
 # --- promql ------------------------------------------------------------------------------------
@@ -378,6 +210,11 @@ def start_response(
     return write
 
 
+def plain_wsgi_app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"ok"]
+
+
 def exposition() -> dict[str, list[dict[str, str]]]:
     """The samples the Prometheus collector exposes (metric: label sets) for a
     middleware in report mode that saw a target pass and one break a rule."""
@@ -386,7 +223,7 @@ def exposition() -> dict[str, list[dict[str, str]]]:
     from urlguard.integrations.prometheus import GuardCollector
     from urlguard.wsgi import StrictURLMiddleware
 
-    guard = StrictURLMiddleware(given_wsgi(), mode="report")
+    guard = StrictURLMiddleware(plain_wsgi_app, mode="report")
     for target in ["/files/a", "/files/a%2Fb"]:
         environ = {
             "REQUEST_METHOD": "GET",
@@ -408,25 +245,25 @@ def exposition() -> dict[str, list[dict[str, str]]]:
     return samples
 
 
-@pytest.mark.parametrize("block", ids([b for b in BLOCKS if b.language == "promql" and runs(b)]))
-def test_queries_select_what_the_integration_exposes(block: Block) -> None:
+def queries_select_what_the_integration_exposes(example: Example) -> None:
+    code: str = example.parsed
     samples = exposition()
-    selected = list(SELECTOR.finditer(block.code))
-    assert selected, block.where
+    selected = list(SELECTOR.finditer(code))
+    assert selected
     labels: set[str] = set()
     for selector in selected:
         metric = selector["metric"]
-        assert metric in samples, f"{block.where}: {metric}"
+        assert metric in samples, metric
         labels |= {label for series in samples[metric] for label in series}
         for matcher in MATCHER.finditer(selector["matchers"] or ""):
             label, value = matcher["label"], matcher["value"]
             values = {series.get(label) for series in samples[metric]}
-            assert values - {None}, f"{block.where}: {metric} has no label {label!r}"
+            assert values - {None}, f"{metric} has no label {label!r}"
             if matcher["op"] == "=":
-                assert value in values, f"{block.where}: {label}={value!r}"
-    for grouping in BY.finditer(block.code):
+                assert value in values, f"{label}={value!r}"
+    for grouping in BY.finditer(code):
         grouped = {label.strip() for label in grouping["labels"].split(",")}
-        assert grouped <= labels, f"{block.where}: {grouped - labels}"
+        assert grouped <= labels, grouped - labels
 
 
 # --- sh ----------------------------------------------------------------------------------------
@@ -439,23 +276,11 @@ SERVERS = {"uvicorn", "gunicorn"}
 TOOLS = {"tox": "tox.ini"}
 
 
-def commands(code: str) -> Iterator[list[str]]:
-    """Each command of a shell block: comments dropped, ``&&`` chains split,
-    a virtualenv's ``bin/`` prefix taken off the program."""
-    for line in code.splitlines():
-        words = shlex.split(line, comments=True)
-        while words:
-            cut = words.index("&&") if "&&" in words else len(words)
-            program, *args = words[:cut]
-            yield [re.sub(r"^\.venv[\w-]*/bin/", "", program), *args]
-            words = words[cut + 1 :]
-
-
 def start_commands(page: str) -> list[list[str]]:
     return [
         words
-        for block in BLOCKS
-        if block.page == page and block.language == "sh"
+        for block in BLOCKS[page]
+        if block.language == "sh"
         for words in commands(block.code)
         if words[0] in SERVERS
     ]
@@ -490,7 +315,7 @@ def check_importable(args: list[str]) -> None:
     assert ran.returncode == 0, ran.stderr
 
 
-def check_command(block: Block, words: list[str]) -> None:
+def check_command(page: str, words: list[str]) -> None:
     program, *args = words
     if program == "pip":
         check_pip(args)
@@ -505,22 +330,22 @@ def check_command(block: Block, words: list[str]) -> None:
     elif program == "tox":
         assert args == ["run-parallel"]
         assert (ROOT / "tox.ini").is_file()
-    elif program in SERVERS and block.page in [*FRAMEWORKS, DJANGO]:
-        assert words in start_commands(block.page)  # test_quick_start_behind_a_server runs it
+    elif program in SERVERS and page in [*FRAMEWORKS, DJANGO]:
+        assert words in start_commands(page)  # test_quick_start_behind_a_server runs it
     elif program in SERVERS:
         check_importable(args)
     elif program == "urlguard":
         cli._parser().parse_args(args)
     else:
-        pytest.fail(f"{block.where}: no check for {program!r}")
+        pytest.fail(f"no check for {program!r}")
 
 
-@pytest.mark.parametrize("block", ids([b for b in BLOCKS if b.language == "sh" and runs(b)]))
-def test_shell_commands(block: Block) -> None:
-    found = list(commands(block.code))
-    assert found, block.where
+def shell_commands_are_what_they_name(example: Example) -> None:
+    found = list(commands(example.parsed))
+    assert found
+    page = str(Path(example.path).relative_to(ROOT))
     for words in found:
-        check_command(block, words)
+        check_command(page, words)
 
 
 # --- console -----------------------------------------------------------------------------------
@@ -535,31 +360,119 @@ class Shown:
     output: str
 
 
-def shown(page: str) -> list[Shown]:
-    found: list[Shown] = []
-    for block in BLOCKS:
-        if block.page != page or block.language != "console" or not runs(block):
+def shown_lines(page: str, line: int, code: str) -> list[Shown]:
+    """The ``$`` lines of the console block at ``page:line``."""
+    lines = code.splitlines()
+    starts = [i for i, text in enumerate(lines) if text.startswith("$ ")]
+    assert starts[:1] == [0], f"{page}:{line}: a console block starts with '$ '"
+    return [
+        Shown(f"{page}:{line + 1 + i}", shlex.split(lines[i][2:]), "\n".join(lines[i + 1 : end]))
+        for i, end in zip(starts, [*starts[1:], len(lines)], strict=True)
+    ]
+
+
+def console_lines_print_what_is_shown(example: Example) -> None:
+    """``$ urlguard`` lines run here; ``$ curl`` lines ask a served page's
+    application (test_quick_start_behind_a_server)."""
+    page = str(Path(example.path).relative_to(ROOT))
+    for line in shown_lines(page, example.line, example.parsed):
+        if line.words[0] == "curl":
+            assert page in SERVED_PAGES, f"{line.where}: no server for this page"
             continue
-        lines = block.code.splitlines()
-        starts = [i for i, line in enumerate(lines) if line.startswith("$ ")]
-        assert starts[:1] == [0], f"{block.where}: a console block starts with '$ '"
-        for i, end in zip(starts, [*starts[1:], len(lines)], strict=True):
-            where = f"{page}:{block.line + 1 + i}"
-            found.append(Shown(where, shlex.split(lines[i][2:]), "\n".join(lines[i + 1 : end])))
-    return found
+        assert line.words[0] == "urlguard", f"{line.where}: {line.words[0]}"
+        _, out, err = command_line(line.words[1:])
+        assert err == "", line.where
+        assert out == line.output + "\n", line.where
+
+
+SAMPLES = Sybil(
+    parsers=[
+        PythonBlocks(),
+        SkipParser(),
+        CodeBlockParser("toml", toml_is_a_configuration),
+        titled_text_blocks,
+        CodeBlockParser("console", console_lines_print_what_is_shown),
+        CodeBlockParser("sh", shell_commands_are_what_they_name),
+        CodeBlockParser("apache", log_format_is_the_one_audit_reads),
+        CodeBlockParser("promql", queries_select_what_the_integration_exposes),
+    ],
+    path=str(ROOT),
+)
+#: The languages Sybil runs; a fence without a language is a figure.
+LANGUAGES = {"python", "toml", "text", "console", "sh", "apache", "promql", ""}
+
+
+@pytest.fixture
+def django_settings() -> Iterator[None]:
+    """Django configured in this process (the example project's settings), and
+    the environment put back after a sample sets ``DJANGO_SETTINGS_MODULE``."""
+    import django_app  # noqa: F401  (configures the settings)
+
+    before = os.environ.get("DJANGO_SETTINGS_MODULE")
+    yield
+    if before is None:
+        os.environ.pop("DJANGO_SETTINGS_MODULE", None)
+    else:
+        os.environ["DJANGO_SETTINGS_MODULE"] = before
+
+
+@pytest.fixture
+def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh process-wide Prometheus registry, as a new process has: a
+    sample registers its collector there, once per process."""
+    import prometheus_client
+
+    monkeypatch.setattr(prometheus_client, "REGISTRY", prometheus_client.CollectorRegistry())
+
+
+#: Files the ``$ urlguard`` lines of a page read, where the page does not show them.
+FILES: dict[str, Callable[[Path], object]] = {
+    "docs/suggest.md": lambda directory: write_log(directory / "access.log", REALISTIC),
+}
+
+
+@pytest.mark.parametrize("page", [page for page in PAGES if list(SAMPLES.parse(ROOT / page))])
+def test_samples_run_in_page_order(
+    page: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    django_settings: None,
+    fresh_registry: None,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    if page in FILES:
+        FILES[page](tmp_path)
+    document = SAMPLES.parse(ROOT / page)
+    document.namespace["__name__"] = f"docs_{Path(page).stem}"
+    for example in document:
+        with contextlib.suppress(unittest.SkipTest):  # <!-- skip: next "REASON" -->
+            example.evaluate()
+
+
+def test_every_block_is_run_or_is_a_figure() -> None:
+    """Every fence Sybil runs is one the page shows, and every other fence is
+    a figure: no sample goes unrun for a language nothing reads."""
+    assert sum(len(found) for found in BLOCKS.values()) > 40
+    for page in PAGES:
+        run = [example.line for example in SAMPLES.parse(ROOT / page)]
+        for block in BLOCKS[page]:
+            assert block.language in LANGUAGES, f"{block.where}: no runner for {block.language!r}"
+            figure = block.language == "" or (block.language == "text" and block.title is None)
+            inside = range(block.line, block.line + block.code.count("\n") + 3)  # fences too
+            assert any(line in inside for line in run) is not figure, block.where
+
+
+# --- the quick starts behind real servers ------------------------------------------------------
 
 
 def curl_lines(page: str) -> list[Shown]:
-    return [line for line in shown(page) if line.words[0] == "curl"]
-
-
-def test_every_console_line_is_run() -> None:
-    for page in PAGES:
-        for line in shown(page):
-            assert line.words[0] in {"curl", "urlguard"}, f"{line.where}: {line.words[0]}"
-            if line.words[0] == "curl":
-                served = [*FRAMEWORKS, DJANGO, *README_SERVED]
-                assert page in served, f"{line.where}: no server for this page"
+    return [
+        line
+        for block in BLOCKS[page]
+        if block.language == "console" and not block.skipped
+        for line in shown_lines(page, block.line, block.code)
+        if line.words[0] == "curl"
+    ]
 
 
 def check_curl(port: int, line: Shown, as_json: bool = False) -> None:
@@ -596,7 +509,7 @@ def server_argv(words: list[str], port: int, python: str = sys.executable) -> li
 
 def quick_start(page: str) -> str:
     """The page's Python above its first section heading."""
-    code = [b.code for b in BLOCKS if b.page == page and b.language == "python" and b.level <= 1]
+    code = [b.code for b in BLOCKS[page] if b.language == "python" and b.level <= 1]
     assert code, page
     return "\n\n\n".join(code) + "\n"
 
@@ -616,13 +529,11 @@ def django_project(
         capture_output=True,
     )
     files: dict[str, list[str]] = defaultdict(list)
-    for block in BLOCKS:
-        if block.heading in leave_out:
-            continue
-        if block.page != page or block.language != "python" or not runs(block):
+    for block in BLOCKS[page]:
+        if block.heading in leave_out or block.language != "python" or block.skipped:
             continue
         if page == DJANGO or block.heading == "Django":
-            path = project_file(block)
+            path = block.project_file
             assert path is not None, f"{block.where}: a Django block names its file"
             files[path].append(block.code)
     assert {"mysite/wsgi.py", "mysite/urls.py", "mysite/views.py"} <= set(files)
@@ -634,30 +545,9 @@ def django_project(
 
 def readme_starlette(directory: Path) -> None:
     [code] = [
-        b.code
-        for b in BLOCKS
-        if b.page == "README.md" and b.language == "python" and b.heading == "Starlette"
+        b.code for b in BLOCKS["README.md"] if b.language == "python" and b.heading == "Starlette"
     ]
     (directory / "app.py").write_text(code + "\n", encoding="utf-8")
-
-
-SERVED = [
-    *[pytest.param(page, id=page) for page in [*FRAMEWORKS, DJANGO]],
-    *[pytest.param(page, id=page) for page in README_SERVED],
-]
-
-
-@pytest.mark.servers
-@pytest.mark.parametrize("page", SERVED)
-def test_quick_start_behind_a_server(page: str, tmp_path: Path) -> None:
-    lines = curl_lines(page)
-    if page in FRAMEWORKS or page == DJANGO:
-        # A quick start shows what it does: a target answered and one refused.
-        assert any(line.output.startswith("{") for line in lines), page
-        assert any(line.output.startswith("400 ") for line in lines), page
-    assert lines, page
-    starts = write_quick_start(page, tmp_path)
-    answers_as_shown(page, starts, tmp_path, env={"PYTHONPATH": str(tmp_path)})
 
 
 def write_quick_start(
@@ -699,6 +589,19 @@ def answers_as_shown(
 
 
 @pytest.mark.servers
+@pytest.mark.parametrize("page", [pytest.param(page, id=page) for page in SERVED_PAGES])
+def test_quick_start_behind_a_server(page: str, tmp_path: Path) -> None:
+    lines = curl_lines(page)
+    if page in FRAMEWORKS or page == DJANGO:
+        # A quick start shows what it does: a target answered and one refused.
+        assert any(line.output.startswith("{") for line in lines), page
+        assert any(line.output.startswith("400 ") for line in lines), page
+    assert lines, page
+    starts = write_quick_start(page, tmp_path)
+    answers_as_shown(page, starts, tmp_path, env={"PYTHONPATH": str(tmp_path)})
+
+
+@pytest.mark.servers
 def test_readme_django_project_behind_a_server(tmp_path: Path) -> None:
     """The README's Django files, each the file it names, in a new project
     under gunicorn: the README's ``curl`` lines get the answers it shows
@@ -711,38 +614,6 @@ def test_readme_django_project_behind_a_server(tmp_path: Path) -> None:
                 check_curl(port, line, as_json=True)
             except AssertionError as error:
                 raise AssertionError(server.output()) from error
-
-
-#: Files the ``$ urlguard`` lines of a page read, where the page does not show them.
-def suggest_files(directory: Path) -> None:
-    from test_suggest import REALISTIC, write_log
-
-    write_log(directory / "access.log", REALISTIC)
-
-
-FILES: dict[str, Callable[[Path], None]] = {"docs/suggest.md": suggest_files}
-
-
-@pytest.mark.parametrize(
-    "page", [page for page in PAGES if any(s.words[0] == "urlguard" for s in shown(page))]
-)
-def test_command_lines_print_what_the_page_shows(
-    page: str,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    page_files(page, tmp_path)
-    if page in FILES:
-        FILES[page](tmp_path)
-    for line in shown(page):
-        if line.words[0] != "urlguard":
-            continue
-        cli.main(line.words[1:])
-        out, err = capsys.readouterr()
-        assert err == "", line.where
-        assert out == line.output + "\n", line.where
 
 
 # --- quick starts from fresh virtualenvs ---------------------------------------------------
@@ -768,9 +639,9 @@ NEEDS_MORE = frozenset({"Metrics"})
 def install_line(page: str) -> list[str]:
     """The page's first ``pip install`` command under its install heading."""
     heading = INSTALL_HEADING[page]
-    for block in BLOCKS:
+    for block in BLOCKS[page]:
         above = block.heading == heading if heading is not None else block.level <= 1
-        if block.page == page and block.language == "sh" and above:
+        if block.language == "sh" and above:
             for words in commands(block.code):
                 if words[:2] == ["pip", "install"]:
                     return words
@@ -780,16 +651,13 @@ def install_line(page: str) -> list[str]:
 def _venv_with(words: list[str], at: Path) -> str:
     """A fresh virtualenv at ``at``, with ``words`` (``pip install ...``) run by
     its own pip from a copy of the source tree."""
-    from test_install import NOT_SOURCE, _env
-
-    tree = at / "clone"
-    shutil.copytree(ROOT, tree, ignore=NOT_SOURCE)
+    tree = copy_source(at / "clone")
     venv.create(at / "venv", with_pip=True)
     python = str(at / "venv" / "bin" / "python")
     done = subprocess.run(
         [python, "-m", *words],
         cwd=tree,
-        env=_env(PIP_DISABLE_PIP_VERSION_CHECK="1"),
+        env=user_env(PIP_DISABLE_PIP_VERSION_CHECK="1"),
         capture_output=True,
         text=True,
         timeout=900,
@@ -831,9 +699,7 @@ def test_ci_runs_the_readmes_test_command() -> None:
     """CI runs the README's test command as the README gives it, and nothing
     else: a green CI means the newcomer's command passes."""
     [set_up] = [
-        b
-        for b in BLOCKS
-        if b.page == "README.md" and b.language == "sh" and b.heading.startswith("Set-up")
+        b for b in BLOCKS["README.md"] if b.language == "sh" and b.heading.startswith("Set-up")
     ]
     test_command = set_up.code.splitlines()[1]
     assert "tox" in test_command

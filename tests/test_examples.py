@@ -29,8 +29,8 @@ import fastapi_app
 import flask_app
 import starlette_app
 import tour
+from doc_pages import page_blocks
 from rawhttp import free_port, request, running
-from test_docs_samples import fenced_blocks
 
 with warnings.catch_warnings():
     # Starlette asks for httpx2 over httpx; the project's test extra installs httpx.
@@ -254,7 +254,7 @@ def test_django_curl_lines(django_app: types.ModuleType) -> None:
 
 def readme_blocks(language: str) -> list[tuple[str, str]]:
     """(the heading above it, its code) for each fenced ``language`` block of the README."""
-    return [(b.heading, b.code) for b in fenced_blocks("README.md") if b.language == language]
+    return [(b.heading, b.code) for b in page_blocks("README.md") if b.language == language]
 
 
 def quick_start(framework: str) -> str:

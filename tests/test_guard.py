@@ -29,7 +29,6 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from types import ModuleType
 from typing import Any, NamedTuple, get_type_hints
 
 import pytest
@@ -154,7 +153,7 @@ OPTIONS = {
     "mode": str | None,
     "missing_raw_target": MissingRawTarget,
     "log_level": int,
-    "parser": ModuleType | None,
+    "parser": urlguard._url.parser.ParserModule | None,
     "allowed_hosts": Iterable[str] | None,
 }
 
@@ -261,7 +260,8 @@ def test_the_guard_parses_with_the_parser_it_is_given(
 ) -> None:
     recording = Recording(parser)
     guard = make(recording, request_, **options).guard
-    assert guard.options.parser is recording
+    used: object = guard.options.parser
+    assert used is recording
     target = accepted(guard, raw, query, None)
     assert recording.calls == [call]
     _, seen = call

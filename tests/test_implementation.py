@@ -19,6 +19,18 @@ P = pytest.param
 COMPILED_BUILT = importlib.util.find_spec("urlguard._url.parser_c") is not None
 
 
+def _python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``python -c code`` in a fresh interpreter with ``env``; it must succeed."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+
+
 def _implementation_in_child(value: str | None) -> str:
     env = {k: v for k, v in os.environ.items() if k != "URLGUARD_NO_EXTENSIONS"}
     if value is not None:
@@ -28,15 +40,7 @@ def _implementation_in_child(value: str | None) -> str:
         "assert urlguard.IMPLEMENTATION == p.IMPLEMENTATION;"
         "print(urlguard.IMPLEMENTATION, p.PARSER.__name__, p.parse_target.__module__)"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    implementation, chosen, module = result.stdout.split()
+    implementation, chosen, module = _python(code, env).stdout.split()
     # The module chosen, and the functions exported, are those the name says.
     expected = (
         "urlguard._url.parser_c" if implementation == "compiled" else "urlguard._url.parser_py"
@@ -68,7 +72,9 @@ def test_no_extensions_switch(value: str | None, forces_python: bool) -> None:
 
 def test_implementation_is_public() -> None:
     assert urlguard.IMPLEMENTATION in ("compiled", "python")
-    assert "IMPLEMENTATION" in urlguard.__all__
+    exported: dict[str, object] = {}
+    exec("from urlguard import *", exported)
+    assert exported["IMPLEMENTATION"] == urlguard.IMPLEMENTATION
 
 
 def test_implementation_is_the_expected_one() -> None:
@@ -95,12 +101,11 @@ def test_public_parse_target_is_the_chosen_one() -> None:
     assert chosen.parse_split_target is chosen.PARSER.parse_split_target
     assert chosen.parse_target.__module__ == expected
     assert chosen.parse_split_target.__module__ == expected
-    assert sorted(chosen.__all__) == [
-        "IMPLEMENTATION",
-        "PARSER",
-        "parse_split_target",
-        "parse_target",
-    ]
+    exported: dict[str, object] = {}
+    exec("from urlguard._url.parser import *", exported)  # every name in __all__ is there
+    assert exported["parse_target"] is chosen.PARSER.parse_target
+    assert exported["parse_split_target"] is chosen.PARSER.parse_split_target
+    assert exported["IMPLEMENTATION"] == urlguard.IMPLEMENTATION
 
 
 # -- the warning when the compiled parser is missing ---------------------------------
@@ -153,15 +158,7 @@ def _child_lines(
     env = {k: v for k, v in os.environ.items() if not k.startswith("URLGUARD_")}
     if no_extensions is not None:
         env["URLGUARD_NO_EXTENSIONS"] = no_extensions
-    code = _CHILD.format(missing=missing, interpreter=interpreter, body=body)
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    result = _python(_CHILD.format(missing=missing, interpreter=interpreter, body=body), env)
     assert result.stderr == ""
     return result.stdout.splitlines()
 

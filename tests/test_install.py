@@ -32,7 +32,6 @@ itself is installed with ``--no-deps`` from what was built. Slow (a minute or tw
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -44,6 +43,8 @@ from pathlib import Path
 
 import pytest
 
+from fresh_installs import copy_source, user_env
+
 pytestmark = pytest.mark.install
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,11 +53,6 @@ RUNTIME_DEPENDENCIES: list[str] = tomllib.loads((ROOT / "pyproject.toml").read_t
 ]["dependencies"]
 FALLBACK = "urlguard: the compiled parser could not be built"
 WARNING = "WARNING urlguard: the compiled parser is not installed"
-# What a source tree holds that a user's checkout would not.
-NOT_SOURCE = shutil.ignore_patterns(
-    ".git", ".tox", ".venv*", "build", "dist", "*.egg-info", "__pycache__", "*.so", "*.c",
-    ".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache", "site",
-)  # fmt: skip
 # The compiled parser in a wheel or a tree, under any platform's suffix.
 COMPILED_MODULE = re.compile(r"(^|/)urlguard/_url/parser_c\.[^/]*(\.so|\.pyd)$")
 
@@ -74,13 +70,6 @@ print("first guard")
 ASGIGuard(lambda scope, receive, send: None)
 print("second guard")
 """
-
-
-def _env(**changes: str) -> dict[str, str]:
-    """This environment without urlguard's switches (the suite's own may be set)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("URLGUARD_")}
-    env.update(changes)
-    return env
 
 
 def _attempt(
@@ -104,16 +93,13 @@ def _run(args: list[str | Path], env: dict[str, str], cwd: Path) -> str:
     return output
 
 
-def _copy_source(to: Path) -> Path:
-    shutil.copytree(ROOT, to, ignore=NOT_SOURCE)
-    return to
-
-
 def _build_wheel(tree: Path, out: Path, **env: str) -> tuple[Path, str]:
     """``python -m build --wheel`` in the tree itself, as ``pip install .``
     does: the tree's ``build/`` is used and kept."""
     log = _run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", out, tree], _env(**env), out.parent
+        [sys.executable, "-m", "build", "--wheel", "--outdir", out, tree],
+        user_env(**env),
+        out.parent,
     )
     (wheel,) = out.glob("urlguard-*.whl")
     return wheel, log
@@ -128,23 +114,23 @@ def _fresh_venv(path: Path) -> Path:
     """A virtualenv with urlguard's runtime dependencies, and not urlguard."""
     venv.create(path, with_pip=True)
     python = path / "bin" / "python"
-    _run([python, "-m", "pip", "install", *RUNTIME_DEPENDENCIES], _env(), path)
+    _run([python, "-m", "pip", "install", *RUNTIME_DEPENDENCIES], user_env(), path)
     return python
 
 
 def _installed(wheel: Path, at: Path) -> Path:
     python = _fresh_venv(at / "venv")
-    _run([python, "-m", "pip", "install", "--no-deps", wheel], _env(), at)
+    _run([python, "-m", "pip", "install", "--no-deps", wheel], user_env(), at)
     return python
 
 
 def _implementation(python: Path, cwd: Path) -> str:
     code = "import urlguard; print(urlguard.IMPLEMENTATION)"
-    return _run([python, "-c", code], _env(), cwd).strip()
+    return _run([python, "-c", code], user_env(), cwd).strip()
 
 
 def _guards(python: Path, cwd: Path, **env: str) -> list[str]:
-    return _run([python, "-c", GUARDS], _env(**env), cwd).splitlines()
+    return _run([python, "-c", GUARDS], user_env(**env), cwd).splitlines()
 
 
 def _assert_warns_on_the_first_guard_only(python: Path, cwd: Path) -> None:
@@ -165,9 +151,9 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An sdist and a wheel built from it by ``python -m build``, from a copy
     of the source tree (a build writes into its tree)."""
     base = tmp_path_factory.mktemp("build")
-    source = _copy_source(base / "source")
+    source = copy_source(base / "source")
     out = base / "dist"
-    _run([sys.executable, "-m", "build", "--outdir", out, source], _env(), base)
+    _run([sys.executable, "-m", "build", "--outdir", out, source], user_env(), base)
     return out
 
 
@@ -177,7 +163,7 @@ def built_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ``build/lib*/urlguard/`` and, where ``build_ext --inplace`` puts it, in
     ``src/urlguard/``. Each test builds in a copy of it."""
     base = tmp_path_factory.mktemp("built")
-    tree = _copy_source(base / "tree")
+    tree = copy_source(base / "tree")
     _build_wheel(tree, base / "first")
     (module,) = tree.glob("build/lib*/urlguard/_url/parser_c.*.so")
     shutil.copy2(module, tree / "src" / "urlguard")
@@ -212,7 +198,7 @@ def test_build_makes_an_sdist_and_a_compiled_wheel(dist: Path) -> None:
 def test_install_with_a_compiler_gives_the_compiled_parser(dist: Path, tmp_path: Path) -> None:
     (sdist,) = dist.glob("urlguard-*.tar.gz")
     python = _fresh_venv(tmp_path / "venv")
-    _run([python, "-m", "pip", "install", "--no-deps", sdist], _env(), tmp_path)
+    _run([python, "-m", "pip", "install", "--no-deps", sdist], user_env(), tmp_path)
     assert _implementation(python, tmp_path) == "compiled"
     _assert_silent(python, tmp_path, "compiled")
 
@@ -223,7 +209,7 @@ def test_install_without_a_compiler_falls_back_and_says_so(dist: Path, tmp_path:
     # -v: pip shows a build's output only when asked (or when it fails).
     log = _run(
         [python, "-m", "pip", "install", "-v", "--no-deps", "--no-cache-dir", sdist],
-        _env(CC="false"),
+        user_env(CC="false"),
         tmp_path,
     )
     assert log.count(FALLBACK) == 1, log[-4000:]
@@ -235,7 +221,7 @@ def test_install_without_a_compiler_falls_back_and_says_so(dist: Path, tmp_path:
 def test_no_extensions_at_build_time_makes_the_pure_wheel(dist: Path, tmp_path: Path) -> None:
     (sdist,) = dist.glob("urlguard-*.tar.gz")
     out = tmp_path / "pure"
-    env = _env(URLGUARD_NO_EXTENSIONS="1")
+    env = user_env(URLGUARD_NO_EXTENSIONS="1")
     _run([sys.executable, "-m", "build", "--wheel", "--outdir", out, sdist], env, tmp_path)
     (wheel,) = out.glob("urlguard-*.whl")
     assert wheel.name.endswith("-py3-none-any.whl"), wheel.name
@@ -270,19 +256,19 @@ def test_built_tree_without_a_compiler_and_without_build_isolation(tmp_path: Pat
     compile being tried."""
     builder = _fresh_venv(tmp_path / "builder")
     pip: list[str | Path] = [builder, "-m", "pip"]
-    _run([*pip, "install", "setuptools>=77", "Cython>=3.0"], _env(), tmp_path)
-    tree = _copy_source(tmp_path / "tree")
+    _run([*pip, "install", "setuptools>=77", "Cython>=3.0"], user_env(), tmp_path)
+    tree = copy_source(tmp_path / "tree")
     wheel_args = [*pip, "wheel", "-v", "--no-deps", "--no-build-isolation"]
-    _run([*wheel_args, "-w", tmp_path / "first", tree], _env(), tmp_path)
+    _run([*wheel_args, "-w", tmp_path / "first", tree], user_env(), tmp_path)
     (module,) = tree.glob("build/lib*/urlguard/_url/parser_c.*.so")
     built_at = module.stat().st_mtime_ns
     # The precondition: with a compiler, a second build keeps the module as it is.
-    _run([*wheel_args, "-w", tmp_path / "second", tree], _env(), tmp_path)
+    _run([*wheel_args, "-w", tmp_path / "second", tree], user_env(), tmp_path)
     assert module.stat().st_mtime_ns == built_at
     (second,) = (tmp_path / "second").glob("urlguard-*.whl")
     assert len(_compiled_modules(second)) == 1, second.name
 
-    log = _run([*wheel_args, "-w", tmp_path / "third", tree], _env(CC="false"), tmp_path)
+    log = _run([*wheel_args, "-w", tmp_path / "third", tree], user_env(CC="false"), tmp_path)
     assert log.count(FALLBACK) == 1, log[-4000:]
     (third,) = (tmp_path / "third").glob("urlguard-*.whl")
     assert third.name.endswith("-py3-none-any.whl"), third.name
@@ -310,7 +296,7 @@ def test_require_extensions_makes_the_fallback_an_error(built_tree: Path, tmp_pa
     tree = _copy_built(built_tree, tmp_path / "tree")
     out = tmp_path / "out"
     args: list[str | Path] = [sys.executable, "-m", "build", "--wheel", "--outdir", out, tree]
-    done = _attempt(args, _env(CC="false", URLGUARD_REQUIRE_EXTENSIONS="1"), tmp_path)
+    done = _attempt(args, user_env(CC="false", URLGUARD_REQUIRE_EXTENSIONS="1"), tmp_path)
     assert done.returncode != 0, (done.stdout + done.stderr)[-4000:]
     assert FALLBACK not in done.stdout + done.stderr
     assert not list(out.glob("*.whl"))
@@ -350,7 +336,7 @@ def test_tox_runs_every_promised_python(tmp_path: Path) -> None:
     """Under pyenv too, whichever version is active: each promised Python
     runs its own environment."""
     project = _tox_project(tmp_path / "project", ", ".join(PROMISED))
-    out = _run([sys.executable, "-m", "tox"], _env(), project)
+    out = _run([sys.executable, "-m", "tox"], user_env(), project)
     for name, version in PROMISED.items():
         major, minor = version.split(".")
         assert re.search(rf"^version {major} {minor}$", out, re.MULTILINE), out[-4000:]
@@ -361,7 +347,7 @@ def test_tox_fails_naming_a_python_it_cannot_find(tmp_path: Path) -> None:
     project = _tox_project(
         tmp_path / "project", "py311, missing", "\n[testenv:missing]\nbase_python = python3.99\n"
     )
-    done = _attempt([sys.executable, "-m", "tox"], _env(), project)
+    done = _attempt([sys.executable, "-m", "tox"], user_env(), project)
     out = done.stdout + done.stderr
     assert done.returncode != 0, out[-4000:]
     assert re.search(r"^  missing: FAIL", out, re.MULTILINE), out[-4000:]

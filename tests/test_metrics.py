@@ -11,13 +11,13 @@ request is decided.
 from __future__ import annotations
 
 import asyncio
-import io
 import sys
 import types
 import urllib.request
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any, NamedTuple
 from urllib.parse import unquote_to_bytes
+from wsgiref.util import setup_testing_defaults
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
@@ -420,7 +420,7 @@ def _scope(sent: Sent) -> dict[str, Any]:
 def _environ(sent: Sent) -> dict[str, Any]:
     """A WSGI environ as gunicorn makes it: ``PATH_INFO`` decoded as latin-1 (PEP 3333)."""
     path, _, query = sent.target.partition(b"?")
-    return {
+    environ: dict[str, Any] = {
         "REQUEST_METHOD": "GET",
         "SCRIPT_NAME": "",
         "PATH_INFO": unquote_to_bytes(path).decode("latin-1"),
@@ -430,14 +430,9 @@ def _environ(sent: Sent) -> dict[str, Any]:
         "SERVER_PORT": "8000",
         "SERVER_PROTOCOL": "HTTP/1.1",
         "HTTP_HOST": sent.host.decode("ascii"),
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(),
-        "wsgi.errors": io.StringIO(),
-        "wsgi.multithread": False,
-        "wsgi.multiprocess": False,
-        "wsgi.run_once": False,
-        "wsgi.version": (1, 0),
     }
+    setup_testing_defaults(environ)  # the wsgi.* keys
+    return environ
 
 
 def _serve_asgi(app: Any, sent: Sent) -> int:

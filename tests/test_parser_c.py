@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import pickle
-from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -24,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conftest import implementation_module, target_fields
+from conftest import implementation_module, verdict
 from urlguard import InvalidTarget, Policy, Target
 from urlguard._url import grammar as g
 from urlguard._url.host import Host
@@ -128,25 +127,6 @@ def valid_targets(draw: st.DrawFn) -> bytes:
         host = draw(st.sampled_from([b"h", b"Ex.com:80", b"[::1]:8080", b"caf%C3%A9", b"a:"]))
         target = draw(st.sampled_from([b"http://", b"HTTPS://"])) + host + target
     return target
-
-
-def verdict(parse: Callable[[], Target]) -> tuple[Any, ...]:
-    """Everything observable about one parse."""
-    try:
-        target = parse()
-    except InvalidTarget as error:
-        return (
-            "rejected",
-            type(error),
-            error.args,
-            error.rule,
-            error.component,
-            error.index,
-            error.offset,
-            str(error),
-        )
-    assert type(target) is Target or isinstance(target, Target)
-    return ("accepted", *target_fields(target), hash(target))
 
 
 def assert_same(compiled: ModuleType, reference: ModuleType, raw: Any, policy: Policy) -> None:

@@ -14,7 +14,6 @@ import this module and serve :func:`wsgi_server_app` / :func:`asgi_server_app`.
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import sys
 import types
@@ -22,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_to_bytes
+from wsgiref.util import setup_testing_defaults
 
 import django
 import pytest
@@ -175,14 +175,8 @@ def wsgi_get(app: Any, target: bytes, script_name: str = "") -> Answer:
         "SERVER_PROTOCOL": "HTTP/1.1",
         "HTTP_HOST": "testserver",
         "HTTP_ACCEPT": "application/json",
-        "wsgi.version": (1, 0),
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(),
-        "wsgi.errors": io.StringIO(),
-        "wsgi.multithread": False,
-        "wsgi.multiprocess": False,
-        "wsgi.run_once": False,
     }
+    setup_testing_defaults(environ)  # the wsgi.* keys
     status: list[str] = []
     location: list[bytes] = []
 

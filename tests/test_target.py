@@ -447,7 +447,7 @@ def test_str_input(parser: Parser) -> None:
 
 def test_wrong_type_is_a_type_error(parser: Parser) -> None:
     with pytest.raises(TypeError):
-        parser.parse_target(123)  # type: ignore[arg-type]
+        parser.parse_target(123)  # type: ignore[call-overload]
 
 
 # --- the error ---------------------------------------------------------------------------------
@@ -912,4 +912,4 @@ def test_target_constructor(parser: Parser) -> None:
 @pytest.mark.parametrize("policy", [{}, "strict", Policy, 0])
 def test_wrong_policy_is_a_type_error_naming_it(parser: Parser, policy: object) -> None:
     with pytest.raises(TypeError, match="policy"):
-        parser.parse_target(b"/a", policy)  # type: ignore[arg-type]
+        parser.parse_target(b"/a", policy)  # type: ignore[call-overload]

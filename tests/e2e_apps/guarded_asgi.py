@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from e2e_apps.stored import stored
 from urlguard.asgi import StrictURLMiddleware
 
 METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT"]
@@ -40,11 +41,7 @@ def report(conn: HTTPConnection, *, routed: bool) -> dict[str, Any]:
     return {
         "app": "starlette",
         "routed": routed,
-        "segments": None if target is None else list(target.segments),
-        "query": None if target is None else [list(pair) for pair in target.query],
-        "raw": None if target is None else target.raw.decode("latin-1"),
-        "host": None if target is None else target.host,
-        "port": None if target is None else target.port,
+        **stored(target),
         "server": {
             "path": scope.get("path"),
             "raw_path": None if raw_path is None else raw_path.decode("latin-1"),
@@ -76,13 +73,19 @@ async def ws_echo(websocket: WebSocket) -> None:
     await websocket.close()
 
 
-app = Starlette(
-    routes=[
-        WebSocketRoute("/ws/{rest:path}", ws_echo),
-        Route("/{rest:path}", echo, methods=METHODS),
-    ],
-    middleware=[Middleware(StrictURLMiddleware, routes={"/files/": {"encoded_slash": "keep"}})],
-    exception_handlers={404: unrouted},
-)
-# A request for the mount point itself has the route path "": answer it, no redirect to '/'.
-app.router.redirect_slashes = False
+def echo_app(**guard: Any) -> Starlette:
+    """The echo app behind a guard made with the options ``guard``."""
+    made = Starlette(
+        routes=[
+            WebSocketRoute("/ws/{rest:path}", ws_echo),
+            Route("/{rest:path}", echo, methods=METHODS),
+        ],
+        middleware=[Middleware(StrictURLMiddleware, **guard)],
+        exception_handlers={404: unrouted},
+    )
+    # A request for the mount point itself has the route path "": answer it, no redirect to '/'.
+    made.router.redirect_slashes = False
+    return made
+
+
+app = echo_app(routes={"/files/": {"encoded_slash": "keep"}})

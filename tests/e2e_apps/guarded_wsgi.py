@@ -17,19 +17,13 @@ from typing import Any
 
 from flask import Flask, Response, jsonify, request
 
+from e2e_apps.stored import stored
 from urlguard.wsgi import StrictURLMiddleware
 
 METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT"]
 # A 2xx to CONNECT would turn the connection into a tunnel (RFC 9110 §9.3.6):
 # the app reports, but refuses to tunnel.
 STATUS = {"CONNECT": 405}
-
-app = Flask(__name__)
-# A request for the mount point itself has an empty PATH_INFO: answer it, no redirect to '/'.
-app.url_map.strict_slashes = False
-app.wsgi_app = StrictURLMiddleware(  # type: ignore[method-assign]
-    app.wsgi_app, routes={"/files/": {"encoded_slash": "keep"}}
-)
 
 
 def report(*, routed: bool) -> dict[str, Any]:
@@ -39,11 +33,7 @@ def report(*, routed: bool) -> dict[str, Any]:
     return {
         "app": "flask",
         "routed": routed,
-        "segments": None if target is None else list(target.segments),
-        "query": None if target is None else [list(pair) for pair in target.query],
-        "raw": None if target is None else target.raw.decode("latin-1"),
-        "host": None if target is None else target.host,
-        "port": None if target is None else target.port,
+        **stored(target),
         "server": {
             key: environ.get(key)
             for key in (
@@ -59,13 +49,31 @@ def report(*, routed: bool) -> dict[str, Any]:
     }
 
 
-@app.route("/", defaults={"rest": ""}, methods=METHODS, provide_automatic_options=False)
-@app.route("/<path:rest>", methods=METHODS, provide_automatic_options=False)
 def echo(rest: str) -> tuple[Response, int]:
     return jsonify(report(routed=True)), STATUS.get(request.method, 200)
 
 
-@app.errorhandler(404)
 def unrouted(exc: Exception) -> tuple[Response, int]:
     """No route matched: still report, with 200, so "the application was reached" shows."""
     return jsonify(report(routed=False)), STATUS.get(request.method, 200)
+
+
+def echo_app(**guard: Any) -> Flask:
+    """The echo app behind a guard made with the options ``guard``."""
+    made = Flask(__name__)
+    # A request for the mount point itself has an empty PATH_INFO: answer it, no redirect to '/'.
+    made.url_map.strict_slashes = False
+    for rule, defaults in (("/", {"rest": ""}), ("/<path:rest>", None)):
+        made.add_url_rule(
+            rule,
+            view_func=echo,
+            defaults=defaults,
+            methods=METHODS,
+            provide_automatic_options=False,
+        )
+    made.register_error_handler(404, unrouted)
+    made.wsgi_app = StrictURLMiddleware(made.wsgi_app, **guard)  # type: ignore[method-assign]
+    return made
+
+
+app = echo_app(routes={"/files/": {"encoded_slash": "keep"}})

@@ -16,44 +16,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Flask
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
-from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.routing import Mount
 
 from e2e_apps import guarded_asgi, guarded_wsgi
 from urlguard import Policy
-from urlguard.asgi import StrictURLMiddleware as ASGIGuard
-from urlguard.wsgi import StrictURLMiddleware as WSGIGuard
 
 POLICY = Policy.browser(raw_path_extra="[]|\\", encoded_slash="keep", encoded_backslash="keep")
 ROUTES: dict[str, Any] = {"/admin/": {"encoded_slash": "reject"}}
 
-asgi = Starlette(
-    routes=[
-        WebSocketRoute("/ws/{rest:path}", guarded_asgi.ws_echo),
-        Route("/{rest:path}", guarded_asgi.echo, methods=guarded_asgi.METHODS),
-    ],
-    middleware=[Middleware(ASGIGuard, policy=POLICY, routes=ROUTES)],
-    exception_handlers={404: guarded_asgi.unrouted},
-)
-asgi.router.redirect_slashes = False
+asgi = guarded_asgi.echo_app(policy=POLICY, routes=ROUTES)
 
 # Starlette's Mount hands the app below it the raw_path as sent and root_path
 # "/m"; it routes on the decoded path, as the guard must judge it.
 mounted = Starlette(routes=[Mount("/m", app=asgi)])
 
-wsgi = Flask(__name__)
-wsgi.url_map.strict_slashes = False
-for rule, defaults in (("/", {"rest": ""}), ("/<path:rest>", None)):
-    wsgi.add_url_rule(
-        rule,
-        view_func=guarded_wsgi.echo,
-        defaults=defaults,
-        methods=guarded_wsgi.METHODS,
-        provide_automatic_options=False,
-    )
-wsgi.register_error_handler(404, guarded_wsgi.unrouted)
-wsgi.wsgi_app = WSGIGuard(  # type: ignore[method-assign]
-    wsgi.wsgi_app, policy=POLICY, routes=ROUTES
-)
+wsgi = guarded_wsgi.echo_app(policy=POLICY, routes=ROUTES)

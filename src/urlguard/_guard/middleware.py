@@ -6,10 +6,10 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
-from types import ModuleType
 from typing import Any, Generic
 
 from .._url.errors import InvalidTarget
+from .._url.parser import ParserModule
 from .._url.policy import Policy
 from .config import Config
 from .decision import A, C, Guard, Request
@@ -39,7 +39,7 @@ class GuardedMiddleware(Generic[A, C]):
         on_violation: Callable[[InvalidTarget, C], object] | None = None,
         missing_raw_target: MissingRawTarget = "refuse",
         log_level: int = logging.WARNING,
-        parser: ModuleType | None = None,
+        parser: ParserModule | None = None,
         allowed_hosts: Iterable[str] | None = None,
     ) -> None:
         """

@@ -13,7 +13,7 @@ import inspect
 import logging
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 from .._url import parser as _parser
 from .._url.policy import DEFAULT_POLICY, Policy
@@ -38,7 +38,7 @@ class Options:
     #: What a server that gives no raw target fails to provide, for messages.
     missing: str
     #: The parser module: ``parse_target``, ``parse_split_target``, ``host_header``.
-    parser: Any
+    parser: _parser.ParserModule
     #: The base policy and the per-route ones.
     table: RouteTable
     #: The allow-list, if any, and the verdicts on the Host values seen.
@@ -158,7 +158,7 @@ def _routes(owner: str, routes: object, base: Policy) -> list[tuple[str, Policy]
     return pairs
 
 
-def _parser_module(owner: str, parser: object) -> Any:
+def _parser_module(owner: str, parser: object) -> _parser.ParserModule:
     _parser.warn_if_pure()  # pip hides the build's output: say it once here
     if parser is None:
         return _parser.PARSER
@@ -168,7 +168,7 @@ def _parser_module(owner: str, parser: object) -> Any:
                 f"{owner}: parser must be a urlguard parser module (urlguard._url.parser_c "
                 f"or urlguard._url.parser_py), not {type(parser).__name__}"
             )
-    return parser
+    return cast(_parser.ParserModule, parser)  # it has the three functions
 
 
 def _callback(owner: str, name: str, value: object) -> Callable[..., Any] | None:

@@ -28,9 +28,42 @@ import os
 import sys
 import threading
 from types import ModuleType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, Protocol, overload
 
-__all__ = ["IMPLEMENTATION", "PARSER", "parse_split_target", "parse_target"]
+if TYPE_CHECKING:
+    from .host import Host
+    from .parser_py import HostValue
+    from .policy import Policy
+    from .target import Target
+
+__all__ = ["IMPLEMENTATION", "PARSER", "ParserModule", "parse_split_target", "parse_target"]
+
+
+class ParserModule(Protocol):
+    """What a parser module exports: ``parser_py`` and ``parser_c`` both are
+    one, and so must be the module a guard is handed (``parser=``)."""
+
+    @overload
+    def parse_target(
+        self,
+        raw: bytes | bytearray | memoryview,
+        policy: Policy | None = None,
+        host: HostValue = None,
+    ) -> Target: ...
+    @overload
+    def parse_target(
+        self, raw: str, policy: Policy | None = None, host: HostValue = None
+    ) -> Target: ...
+
+    def parse_split_target(
+        self,
+        raw_path: bytes | bytearray | memoryview,
+        query: bytes | bytearray | memoryview,
+        policy: Policy,
+        host: HostValue = None,
+    ) -> Target: ...
+
+    def host_header(self, headers: object, known: dict[bytes, Host]) -> Host | bytes | None: ...
 
 
 def _no_extensions(environ: os._Environ[str] | dict[str, str] = os.environ) -> bool:
