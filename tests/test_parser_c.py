@@ -158,6 +158,17 @@ def assert_same(compiled: ModuleType, reference: ModuleType, raw: Any, policy: P
         assert compiled.parse_target(raw, policy) == reference.parse_target(raw, policy)
 
 
+Expected = tuple[str, int | None, int] | None  # None: accepted; else (rule, index, offset)
+
+
+def assert_expected(
+    compiled: ModuleType, reference: ModuleType, raw: bytes, policy: Policy, expected: Expected
+) -> None:
+    assert_same(compiled, reference, raw, policy)
+    got = verdict(lambda: compiled.parse_target(raw, policy))
+    assert got[0] == "accepted" if expected is None else (got[3], got[5], got[6]) == expected
+
+
 @settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(raw=any_targets, policy=st.sampled_from(POLICY_VALUES))
 @example(raw=b"/", policy=Policy())
@@ -306,8 +317,7 @@ SEGMENTS_2, PARAMS_2 = Policy(max_segments=2), Policy(max_params=2)
 LOWER_ONLY = Policy(allowed_ranges=[(0x61, 0x7A)])
 
 # Each index the C code reads or writes without a check, at exactly its edge
-# (parser_c.pyx says beside each why it stays in range). Expected: None for
-# accepted, else (rule, index, offset).
+# (parser_c.pyx says beside each why it stays in range).
 BOUNDS = [
     # d[m] = c: piece s[a:b] decodes into buf[a:a + m], and m <= b - a.
     P(b"/%41", Policy(), None, id="d[m]: an escape is the whole piece and ends the target"),
@@ -362,15 +372,9 @@ BOUNDS = [
 
 @pytest.mark.parametrize(("raw", "policy", "expected"), BOUNDS)
 def test_unchecked_indexes_at_their_edge(
-    compiled: ModuleType,
-    reference: ModuleType,
-    raw: bytes,
-    policy: Policy,
-    expected: tuple[str, int | None, int] | None,
+    compiled: ModuleType, reference: ModuleType, raw: bytes, policy: Policy, expected: Expected
 ) -> None:
-    assert_same(compiled, reference, raw, policy)
-    got = verdict(lambda: compiled.parse_target(raw, policy))
-    assert got[0] == "accepted" if expected is None else (got[3], got[5], got[6]) == expected
+    assert_expected(compiled, reference, raw, policy, expected)
 
 
 # Every source of a rejection: the walk's own rules, the absolute-form
@@ -442,21 +446,12 @@ DOT_AND_EMPTY = [
 
 @pytest.mark.parametrize(("raw", "policy", "expected"), DOT_AND_EMPTY)
 def test_dot_and_empty_segments(
-    compiled: ModuleType,
-    reference: ModuleType,
-    raw: bytes,
-    policy: Policy,
-    expected: tuple[str, int | None, int] | None,
+    compiled: ModuleType, reference: ModuleType, raw: bytes, policy: Policy, expected: Expected
 ) -> None:
     """The dot- and empty-segment rules: the first finding, the rules that
     win over it (every rule about the whole target comes first), and the
     parts a raw '\\' kept as a separator makes."""
-    assert_same(compiled, reference, raw, policy)
-    got = verdict(lambda: compiled.parse_target(raw, policy))
-    if expected is None:
-        assert got[0] == "accepted"
-    else:
-        assert (got[3], got[5], got[6]) == expected
+    assert_expected(compiled, reference, raw, policy, expected)
 
 
 @pytest.mark.parametrize("length", [P(n, id=f"{n} bytes") for n in range(20)])
