@@ -46,7 +46,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 # The compiled parser must be built: there is nothing to compare without it.
 import urlguard._url.parser_c
-
 import urlguard._url.parser_py
 from conftest import Parser
 from policy_space import (

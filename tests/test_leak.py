@@ -13,6 +13,7 @@ round left them.
 from __future__ import annotations
 
 import gc
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -80,6 +81,21 @@ def _parse_all(parser: ModuleType, rounds: int) -> int:
 def test_a_million_parses_leave_memory_flat() -> None:
     compiled = implementation_module("compiled")
     assert_flat(lambda rounds: _parse_all(compiled, rounds), ROUNDS)
+
+
+def test_policies_made_without_end_are_not_all_kept() -> None:
+    """The compiled parser keeps the tables it derives from each policy in
+    use, and the policy with them; a process that makes a new policy for
+    every call still keeps only a few of them alive."""
+    compiled = implementation_module("compiled")
+    made = []
+    for n in range(1000):
+        policy = Policy(max_length=1000 + n)
+        assert compiled.parse_target(b"/a/b?c=d", policy).segments == ("a", "b")
+        made.append(weakref.ref(policy))
+    del policy
+    gc.collect()
+    assert sum(ref() is not None for ref in made) < 100
 
 
 def assert_flat(run: Callable[[int], int], rounds: int) -> None:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import copy
 import pickle
+import traceback
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -135,6 +137,17 @@ def assert_same(compiled: ModuleType, reference: ModuleType, raw: Any, policy: P
     assert got == expected, (raw, policy)
     if got[0] == "accepted":
         assert compiled.parse_target(raw, policy) == reference.parse_target(raw, policy)
+
+
+Expected = tuple[str, int | None, int] | None  # None: accepted; else (rule, index, offset)
+
+
+def assert_expected(
+    compiled: ModuleType, reference: ModuleType, raw: bytes, policy: Policy, expected: Expected
+) -> None:
+    assert_same(compiled, reference, raw, policy)
+    got = verdict(lambda: compiled.parse_target(raw, policy))
+    assert got[0] == "accepted" if expected is None else (got[3], got[5], got[6]) == expected
 
 
 @settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -280,6 +293,105 @@ def test_pieces_ending_at_the_end_of_the_buffer(
         )
 
 
+KEEP_SLASH = Policy(encoded_slash="keep")
+SEGMENTS_2, PARAMS_2 = Policy(max_segments=2), Policy(max_params=2)
+LOWER_ONLY = Policy(allowed_ranges=[(0x61, 0x7A)])
+
+# Each index the C code reads or writes without a check, at exactly its edge
+# (parser_c.pyx says beside each why it stays in range).
+BOUNDS = [
+    # d[m] = c: piece s[a:b] decodes into buf[a:a + m], and m <= b - a.
+    P(b"/%41", Policy(), None, id="d[m]: an escape is the whole piece and ends the target"),
+    P(b"/?q=%41", Policy(), None, id="d[m]: a query escape ends the target"),
+    P(b"/a%2F", KEEP_SLASH, None, id="d[m]: a kept separator ends the target"),
+    # s[a]: a segment's first byte, read only when the segment is not empty.
+    P(b"/;", Policy(), None, id="s[a]: a one-byte last segment"),
+    P(b"/a/;", Policy(), None, id="s[a]: the last segment starts at the last byte"),
+    P(b"/;/a", Policy(), ("empty-segment", 0, 1), id="s[a]: ';' hides an empty segment"),
+    # d[0], d[1]: '.' and '..' are read only at lengths one and two.
+    P(b"/.", Policy(), ("dot-segment", 0, 1), id="d[0]: one byte"),
+    P(b"/..", Policy(), ("dot-segment", 0, 1), id="d[1]: two bytes"),
+    P(b"/...", Policy(), None, id="d[0], d[1]: three bytes are a name"),
+    P(b"/%2E", Policy(), ("dot-segment", 0, 1), id="d[0]: one decoded byte"),
+    P(b"/%2E;", Policy(), ("dot-segment", 0, 1), id="s[j + 2]: escaped dot ends at the ';'"),
+    P(b"/c:%2F", KEEP_SLASH, ("drive-letter", 0, 1), id="d[0], d[1]: a drive, then the end"),
+    P(b"/c%2Fx", KEEP_SLASH, None, id="d[0], d[1]: the first part is one byte"),
+    P(b"/cd:%2Fx", KEEP_SLASH, None, id="d[0], d[1]: the first part is three bytes"),
+    # segments[0]: an absolute-form target's empty path, noted by hand.
+    P(b"http://h", Policy(), None, id="segments[0]: empty path ends the target"),
+    P(b"http://h?q=1", Policy(), None, id="segments[0]: empty path, then a query"),
+    # segments[max_segments], pairs[max_params]: noted when there are more.
+    P(b"/a/b", SEGMENTS_2, None, id="segments: exactly max_segments"),
+    P(b"/a/b/c", SEGMENTS_2, ("too-many", 2, 4), id="segments: one more than max_segments"),
+    P(b"///", SEGMENTS_2, ("too-many", 2, 2), id="segments: as many as bytes, one too many"),
+    P(b"//", Policy(max_segments=1), ("too-many", 1, 1), id="segments: two bytes, limit one"),
+    P(b"/", Policy(max_segments=1000), None, id="segments: limit above the length"),
+    P(b"/?a&b", PARAMS_2, None, id="pairs: exactly max_params"),
+    P(b"/?a&b&c", PARAMS_2, ("too-many", 2, 6), id="pairs: one more than max_params"),
+    P(b"/?a&&b&", PARAMS_2, None, id="pairs: empty pieces are not counted"),
+    P(b"/?a&b", Policy(max_params=1), ("too-many", 1, 4), id="pairs: one more, the last byte"),
+    # kind[s[i]]: 256 classes; no byte >= 0x80 is allowed raw.
+    P(b"/a\xff", Policy(), ("raw-char", 0, 2), id="kind: 0xFF ends the path"),
+    P(b"/?\x80", Policy.browser(), ("raw-char", 0, 2), id="kind: 0x80 in the query"),
+    # ascii[c]: 128 entries, read for c < 0x80 only.
+    P(b"/a~", LOWER_ONLY, ("forbidden-char", 0, 2), id="ascii: raw byte not allowed, last"),
+    P(b"/?a=~", LOWER_ONLY, ("forbidden-char", 0, 4), id="ascii: raw query byte, last"),
+    # The intervals: a code point at each end of the first and the last one.
+    P(b"/%61%7A", LOWER_ONLY, None, id="intervals: both ends of the only one"),
+    P(b"/%60", LOWER_ONLY, ("forbidden-char", 0, 1), id="intervals: just below"),
+    P(b"/%7B", LOWER_ONLY, ("forbidden-char", 0, 1), id="intervals: just above"),
+    P(b"/%F4%8F%BF%BD", Policy(), None, id="intervals: U+10FFFD, the last allowed"),
+    P(b"/%F4%8F%BF%BE", Policy(), ("forbidden-char", 0, 1), id="intervals: U+10FFFE"),
+    # _raw_offset's s[j]: the decoded index maps back inside the piece.
+    P(b"/%41%C3", Policy(), ("invalid-utf8", 0, 4), id="raw offset: the last escape"),
+    P(b"/a%C3%A9%E2%80%AE", Policy(), ("forbidden-char", 0, 8), id="raw offset: last of three"),
+    # _has_escape's d[k + 2]: k < m - 2.
+    P(b"/%25", Policy(), None, id="d[k + 2]: one decoded byte"),
+    P(b"/a%2541", Policy(), ("double-encoding", 0, 1), id="d[k + 2]: the last decoded byte"),
+]
+
+
+@pytest.mark.parametrize(("raw", "policy", "expected"), BOUNDS)
+def test_unchecked_indexes_at_their_edge(
+    compiled: ModuleType, reference: ModuleType, raw: bytes, policy: Policy, expected: Expected
+) -> None:
+    assert_expected(compiled, reference, raw, policy, expected)
+
+
+# Every source of a rejection: the walk's own rules, the absolute-form
+# reading, the host grammar on the authority and on the Host given, and
+# their agreement. (raw, host, rule)
+SOURCES = [
+    P(b"/a%zz", None, "malformed-escape", id="a rule of the walk"),
+    P(b"x" * 9000, None, "too-long", id="before the walk"),
+    P(b"ftp://h/", None, "bad-form", id="not origin-form nor http(s)"),
+    P(b"http://h%41/", None, "bad-host", id="the authority"),
+    P(b"/", b"a b", "bad-host", id="the Host given"),
+    P(b"http://a/", b"b", "bad-host", id="authority and Host disagree"),
+]
+
+
+@pytest.mark.parametrize(("raw", "host", "rule"), SOURCES)
+def test_one_error_channel(
+    compiled: ModuleType, reference: ModuleType, raw: bytes, host: bytes | None, rule: str
+) -> None:
+    """The walk records each rejection, whatever found it, and the entry
+    raises it: the innermost frame is the entry's, no exception is chained."""
+    got = verdict(lambda: compiled.parse_target(raw, None, host))
+    assert got == verdict(lambda: reference.parse_target(raw, None, host))
+    assert got[3] == rule
+    entries: dict[str, Callable[[], Target]] = {
+        "parse_target": lambda: compiled.parse_target(raw, None, host),
+        "parse_split_target": lambda: compiled.parse_split_target(raw, b"", None, host),
+    }
+    for name, parse in entries.items():
+        with pytest.raises(InvalidTarget) as caught:
+            parse()
+        innermost = traceback.extract_tb(caught.value.__traceback__)[-1]
+        assert innermost.name == f"urlguard._url.parser_c.{name}"
+        assert caught.value.__context__ is None
+
+
 KEEP_RAW_BACKSLASH = Policy(encoded_backslash="keep", raw_path_extra="\\")
 
 # The first empty or dot segment is reported; the rules about the whole
@@ -315,21 +427,12 @@ DOT_AND_EMPTY = [
 
 @pytest.mark.parametrize(("raw", "policy", "expected"), DOT_AND_EMPTY)
 def test_dot_and_empty_segments(
-    compiled: ModuleType,
-    reference: ModuleType,
-    raw: bytes,
-    policy: Policy,
-    expected: tuple[str, int | None, int] | None,
+    compiled: ModuleType, reference: ModuleType, raw: bytes, policy: Policy, expected: Expected
 ) -> None:
     """The dot- and empty-segment rules: the first finding, the rules that
     win over it (every rule about the whole target comes first), and the
     parts a raw '\\' kept as a separator makes."""
-    assert_same(compiled, reference, raw, policy)
-    got = verdict(lambda: compiled.parse_target(raw, policy))
-    if expected is None:
-        assert got[0] == "accepted"
-    else:
-        assert (got[3], got[5], got[6]) == expected
+    assert_expected(compiled, reference, raw, policy, expected)
 
 
 @pytest.mark.parametrize("length", [P(n, id=f"{n} bytes") for n in range(20)])

@@ -7,9 +7,8 @@ every input under every ``Policy``. The work is done in the reference's
 order, in three steps:
 
 1. the rules about the whole target: too-long, fragment, form (an
-   absolute-form target's authority is checked by the reference's own
-   code: only proxies send that form, and one text of those rules cannot
-   drift);
+   absolute-form target's authority is read by the one host grammar,
+   ``host.py``, as the reference reads it);
 2. one splitter (``_split``) walks the path and then the query once: it
    applies raw-char to every byte and notes the bounds of each segment and
    each query pair, whether it holds an escape, and where its first ``;``
@@ -20,13 +19,13 @@ order, in three steps:
    drive-letter and double-encoding rules of a segment. A piece of bytes
    allowed raw, with no escape and no ';', needs only the dot rule.
 
-An accepted target (``_Target``) keeps the spans, and makes its texts from
-them when first read: the same walk over the same pieces, making the
-texts where the checks ran before. A request whose
-handler never reads the pieces pays for the checks alone.
+An accepted target (``_Target``) keeps the spans and makes its texts from
+them when first read, by the same walk: a request whose handler never
+reads the pieces pays for the checks alone.
 
-A violation is written into the ``Walk`` and the walk returns; the
-``InvalidTarget`` is raised once, at the entry.
+One error channel: every rejection, whether a rule of the walk or the host
+grammar's verdict (Python code, caught where it is called), is written into
+the ``Walk``, and the entry raises it once.
 
 Memory safety: ``s`` is the raw target's buffer of ``n`` bytes. Every piece
 is a span ``a <= b <= n`` found by the splitter, and every read ``s[j]`` of
@@ -34,14 +33,16 @@ a piece is behind ``j < b`` (``j + 2 < b`` before the two digits of an
 escape). A piece's decoded bytes go to ``buf + a`` in a scratch buffer of
 ``n`` bytes: decoding never makes a piece longer, and pieces do not
 overlap, so each piece's decoded bytes stay there until the walk ends.
-tests/test_parser_c.py puts pieces, escapes and UTF-8 sequences at the very
-end of the buffer, and ``tox -e asan`` runs the tests under AddressSanitizer.
+Every other unchecked index has a note beside it, and a case at its edge in
+tests/test_parser_c.py (``BOUNDS``); ``tox -e asan`` runs them under
+AddressSanitizer.
 """
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.long cimport PyLong_FromVoidPtr
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
@@ -56,8 +57,8 @@ cdef extern from "Python.h":
     void PyUnicode_WRITE(int kind, void* data, Py_ssize_t index, Py_UCS4 value)
 
 from .errors import InvalidTarget
-from .host import Host, host_text, same_authority
-from .parser_py import _absolute_form, _judged, _policy_of
+from .host import Host, authority_span, host_text, parse_host, same_authority
+from .parser_py import _judged, _policy_of
 from .parser_py import _as_bytes as _reference_as_bytes
 from .policy import DEFAULT_POLICY
 from .target import (
@@ -71,18 +72,18 @@ from .target import (
 cdef enum:
     OK, TOO_LONG, TOO_MANY, FRAGMENT, BAD_FORM, RAW_CHAR, MALFORMED_ESCAPE, INVALID_UTF8,
     FORBIDDEN_CHAR, ENCODED_SLASH, ENCODED_BACKSLASH, DOT_SEGMENT, EMPTY_SEGMENT,
-    DRIVE_LETTER, DOUBLE_ENCODING
+    DRIVE_LETTER, DOUBLE_ENCODING, BAD_HOST
 
 cdef tuple _RULES = (
     None, "too-long", "too-many", "fragment", "bad-form", "raw-char", "malformed-escape",
     "invalid-utf8", "forbidden-char", "encoded-slash", "encoded-backslash", "dot-segment",
-    "empty-segment", "drive-letter", "double-encoding",
+    "empty-segment", "drive-letter", "double-encoding", "bad-host",
 )
 
 cdef enum:
-    TARGET, PATH, QUERY
+    TARGET, PATH, QUERY, HOST
 
-cdef tuple _COMPONENTS = ("target", "path", "query")
+cdef tuple _COMPONENTS = ("target", "path", "query", "host")
 
 # What the splitter makes of a raw byte: nothing to note, an escape or a '+'
 # to decode, the mark whose first place is noted (';' in a segment, '=' in a
@@ -93,6 +94,7 @@ cdef enum:  # in this order: the splitter skips every class up to one (see _spli
 cdef enum:
     STACK_SPANS = 64  # spans of each kind on the C stack; more go to the heap
     STACK_SCRATCH = 1024  # bytes of scratch on the C stack; longer targets use the heap
+    KEPT_POLICIES = 64  # the most policies whose tables are kept (see _rules_for)
 
 # RFC 3986 §2.1: HEXDIG, either case; -1 for any other byte.
 cdef signed char _HEX[256]
@@ -129,6 +131,7 @@ cdef class _Rules:
 
 
 cdef unsigned int* _intervals(tuple pairs, Py_ssize_t* count) except NULL:
+    # k < len(pairs): 2 * k + 1 < 2 * len(pairs), inside the allocation.
     cdef Py_ssize_t k = 0
     cdef unsigned int* out = <unsigned int*>PyMem_Malloc(sizeof(unsigned int) * 2 * (len(pairs) + 1))
     if out == NULL:
@@ -162,7 +165,7 @@ cdef _Rules _derive(object policy):
     cdef const unsigned char* path_raw = path_table
     cdef const unsigned char* query_raw = query_table
     cdef int c
-    if len(path_table) != 256 or len(query_table) != 256:
+    if len(path_table) != 256 or len(query_table) != 256:  # path_raw[c], c < 256, below
         raise ValueError("a Policy's raw tables hold 256 entries")
     r.policy = policy
     r.path_intervals = _intervals(policy._path_allowed, &r.path_count)
@@ -182,8 +185,10 @@ cdef _Rules _derive(object policy):
     r.keep_backslash = not r.reject_backslash or path_raw[0x5C]
     for c in range(256):
         # '?' ends the path and '#' was refused before the splitter runs.
+        # RFC 3986 §2: no byte >= 0x80 is allowed raw, so a piece without an
+        # escape is ASCII and indexes the 128-entry ascii tables.
         r.path_class[c] = (
-            BAD if not path_raw[c] or c == 0x3F or c == 0x23
+            BAD if c >= 0x80 or not path_raw[c] or c == 0x3F or c == 0x23
             else SEPARATOR if c == 0x2F
             # A raw '\\' that separates parts is looked at like an escape.
             else ESCAPE if c == 0x25 or (c == 0x5C and r.keep_backslash)
@@ -191,7 +196,7 @@ cdef _Rules _derive(object policy):
             else PLAIN
         )
         r.query_class[c] = (
-            BAD if not query_raw[c] or c == 0x23
+            BAD if c >= 0x80 or not query_raw[c] or c == 0x23
             else SEPARATOR if c == 0x26
             else ESCAPE if c == 0x25 or (c == 0x2B and r.plus)
             else MARK if c == 0x3D
@@ -211,19 +216,33 @@ cdef _Rules _derive(object policy):
 cdef _Rules _DEFAULT_RULES = _derive(DEFAULT_POLICY)
 cdef object _DEFAULT_POLICY = DEFAULT_POLICY
 cdef object _POLICY = type(DEFAULT_POLICY)
+# The rules of the other policies in use, by the policy's address. Each entry
+# holds its policy (_Rules.policy), so no other object takes that address
+# while the entry is there; emptied when full, so a process that makes
+# policies without end keeps at most KEPT_POLICIES of them alive.
+cdef dict _KEPT = {}
+cdef _Rules _last = _DEFAULT_RULES  # the last found there: a route's policy, asked again
 
 
 cdef _Rules _rules_for(object policy):
-    """The policy's rules, derived on first use and kept on the policy itself."""
+    """The policy's rules: the default's and the last one's at once, another's
+    found by address, or derived on first use."""
+    global _last
     if policy is None or policy is _DEFAULT_POLICY:
         return _DEFAULT_RULES
+    if policy is _last.policy:
+        return _last
     if type(policy) is not _POLICY:  # a subclass, or the reference's TypeError
         policy = _policy_of(policy)
-    rules = policy._compiled
-    if rules is None:
-        rules = _derive(policy)
-        object.__setattr__(policy, "_compiled", rules)  # a derived field of a frozen dataclass
-    return <_Rules>rules
+    key = PyLong_FromVoidPtr(<void*>policy)
+    cdef PyObject* kept = PyDict_GetItem(_KEPT, key)  # borrowed; an int key raises nothing
+    if kept != NULL and (<_Rules>kept).policy is policy:
+        _last = <_Rules>kept
+    else:
+        if len(_KEPT) >= KEPT_POLICIES:
+            _KEPT.clear()
+        _last = _KEPT[key] = _derive(policy)
+    return _last
 
 
 # --- the walk's state ---------------------------------------------------------------
@@ -246,12 +265,13 @@ cdef struct Walk:
     Py_ssize_t index, offset  # index -1: None
 
 
-cdef inline int _fail(Walk* w, int rule, int component, Py_ssize_t index, Py_ssize_t offset) noexcept:
+cdef inline object _fail(Walk* w, int rule, int component, Py_ssize_t index, Py_ssize_t offset):
+    """The rule broken, written into the walk; None, the walk's "rejected"."""
     w.rule = rule
     w.component = component
     w.index = index
     w.offset = offset
-    return -1
+    return None
 
 
 cdef object _error(Walk* w):
@@ -296,7 +316,8 @@ cdef Py_ssize_t _split(Walk* w, const unsigned char* kind, Py_ssize_t start, Py_
             first_escape = -1
             skip = PLAIN
         elif k == BAD:
-            return _fail(w, RAW_CHAR, component, count, i)
+            _fail(w, RAW_CHAR, component, count, i)
+            return -1
         elif k == ESCAPE:  # the first: the others are skipped
             first_escape = i
             skip = ESCAPE
@@ -308,8 +329,9 @@ cdef Py_ssize_t _split(Walk* w, const unsigned char* kind, Py_ssize_t start, Py_
 # --- one piece: decode, check, make its text ----------------------------------------
 
 cdef inline Py_ssize_t _raw_offset(const unsigned char* s, Py_ssize_t a, Py_ssize_t k) noexcept:
-    """Where decoded byte k of the piece starting at a comes from; k is at
-    most the piece's decoded length, so j stays inside the piece."""
+    """Where decoded byte k of the piece starting at a comes from. k is less
+    than the piece's decoded length: each step passes one decoded byte's
+    raw bytes, so s[j] is read inside the piece."""
     cdef Py_ssize_t j = a
     while k > 0:
         j += 3 if s[j] == 0x25 else 1
@@ -318,24 +340,21 @@ cdef inline Py_ssize_t _raw_offset(const unsigned char* s, Py_ssize_t a, Py_ssiz
 
 
 cdef Py_ssize_t _check_utf8(const unsigned char* d, Py_ssize_t m, const unsigned char* ascii,
-                            const unsigned int* iv, Py_ssize_t count, Py_ssize_t* forbidden,
-                            Py_ssize_t* chars, unsigned int* widest) noexcept:
+                            const unsigned int* iv, Py_ssize_t count, Py_ssize_t* forbidden) noexcept:
     """Where d[:m] stops being UTF-8 (RFC 3629 §4: no overlong form, no
     surrogate, nothing past U+10FFFF), as the start of the sequence that
     CPython's strict decoder reports; -1 when it is UTF-8 throughout. Then
     the first character outside the allowed set goes to ``forbidden`` (-1:
-    none), the number of characters to ``chars`` and the largest code point
-    to ``widest`` (kept in locals until then: d may alias them).
+    none; kept in a local until then: d may alias it).
     ``k + need < m`` guards every continuation byte read."""
-    cdef Py_ssize_t k = 0, need, first = -1, n = 0
-    cdef unsigned int cp, top = 0
+    cdef Py_ssize_t k = 0, need, first = -1
+    cdef unsigned int cp
     cdef unsigned char c, low, high
     while k < m:
         c = d[k]
-        if c < 0x80:
+        if c < 0x80:  # ascii has 128 entries
             if not ascii[c] and first < 0:
                 first = k
-            n += 1
             k += 1
             continue
         low, high = 0x80, 0xBF  # the second byte's range, by lead byte
@@ -368,44 +387,31 @@ cdef Py_ssize_t _check_utf8(const unsigned char* d, Py_ssize_t m, const unsigned
             cp = (cp << 6) | (d[k + 3] & 0x3F)
         if first < 0 and not _in_intervals(iv, count, cp):
             first = k
-        if cp > top:
-            top = cp
-        n += 1
         k += need + 1
     forbidden[0] = first
-    chars[0] = n
-    widest[0] = top
     return -1
 
 
-cdef inline void _measure(const unsigned char* d, Py_ssize_t m, Py_ssize_t* chars,
-                          unsigned int* widest) noexcept:
-    """Of d[:m], UTF-8 checked already: its number of characters (the bytes
-    that do not continue one, RFC 3629 §3) and a code point as wide as its
-    widest, which the largest lead byte tells (0xC2-0xC3: at most U+00FF,
-    below 0xF0: at most U+FFFF), all that sizes its string."""
-    cdef Py_ssize_t k, n = 0
-    cdef unsigned char top = 0
+cdef object _utf8_text(const unsigned char* d, Py_ssize_t m):
+    """Text from d[:m], UTF-8 checked already, made at its final size and
+    kind (CPython's decoder grows a buffer, slow on short text). Its size is
+    its number of characters (the bytes that do not continue one, RFC 3629
+    §3), its kind that of a code point as wide as its widest, which the
+    largest lead byte tells (0xC2-0xC3: at most U+00FF, below 0xF0: at most
+    U+FFFF). Counted here, once: the check counted nothing."""
+    cdef Py_ssize_t k, i = 0, chars = 0
+    cdef unsigned char c, top = 0
+    cdef unsigned int cp
     for k in range(m):
-        n += (d[k] & 0xC0) != 0x80
+        chars += (d[k] & 0xC0) != 0x80
         if d[k] > top:
             top = d[k]
-    chars[0] = n
-    widest[0] = 0x7F if top < 0x80 else 0xFF if top <= 0xC3 else 0xFFFF if top < 0xF0 else 0x10FFFF
-
-
-cdef object _utf8_text(const unsigned char* d, Py_ssize_t m, Py_ssize_t chars, unsigned int widest):
-    """Text from d[:m], UTF-8 already checked, its characters counted and its
-    widest found (by _check_utf8, or _measure): the string is made at its final
-    size and kind (CPython's decoder grows a buffer, slow on short text)."""
-    if widest < 0x80:
+    if top < 0x80:
         return _ascii(d, m)
-    text = PyUnicode_New(chars, widest)
+    text = PyUnicode_New(chars, 0xFF if top <= 0xC3 else 0xFFFF if top < 0xF0 else 0x10FFFF)
     cdef int kind = PyUnicode_KIND(text)
     cdef void* data = PyUnicode_DATA(text)
-    cdef Py_ssize_t k = 0, i = 0
-    cdef unsigned int cp
-    cdef unsigned char c
+    k = 0
     while k < m:  # every sequence is whole: k + 3 < m where a 4-byte one starts
         c = d[k]
         if c < 0x80:
@@ -420,7 +426,7 @@ cdef object _utf8_text(const unsigned char* d, Py_ssize_t m, Py_ssize_t chars, u
         else:
             cp = ((c & 0x07) << 18) | ((d[k + 1] & 0x3F) << 12) | ((d[k + 2] & 0x3F) << 6) | (d[k + 3] & 0x3F)
             k += 4
-        PyUnicode_WRITE(kind, data, i, cp)
+        PyUnicode_WRITE(kind, data, i, cp)  # i < chars: one per lead byte
         i += 1
     return text
 
@@ -450,19 +456,16 @@ cdef object _text(Walk* w, _Rules r, Py_ssize_t a, Py_ssize_t b, int component,
     cdef const unsigned char* ascii = r.path_ascii
     cdef unsigned char* d
     cdef Py_ssize_t j, m = 0, slash = -1, backslash = -1, bad, forbidden
-    cdef Py_ssize_t chars
-    cdef unsigned int widest
     cdef bint plus
     cdef int high, low
     cdef unsigned char c
     if component == QUERY:
         ascii = r.query_ascii
-    if not escaped:  # bytes allowed raw are ASCII: the text is the bytes
+    if not escaped:  # bytes allowed raw are ASCII (_derive): the text is the bytes
         if not (r.query_raw_allowed if component == QUERY else r.path_raw_allowed):
             for j in range(a, b):
-                if not ascii[s[j]]:
-                    _fail(w, FORBIDDEN_CHAR, component, index, j)
-                    return None
+                if not ascii[s[j]]:  # s[j] < 0x80: the splitter passed it
+                    return _fail(w, FORBIDDEN_CHAR, component, index, j)
         w.decoded = s + a
         w.dlen = b - a
         return _ascii(s + a, b - a) if w.build else True
@@ -473,13 +476,11 @@ cdef object _text(Walk* w, _Rules r, Py_ssize_t a, Py_ssize_t b, int component,
         c = s[j]
         if c == 0x25:
             if j + 2 >= b:
-                _fail(w, MALFORMED_ESCAPE, component, index, j)
-                return None
+                return _fail(w, MALFORMED_ESCAPE, component, index, j)
             high = _HEX[s[j + 1]]
             low = _HEX[s[j + 2]]
             if high < 0 or low < 0:
-                _fail(w, MALFORMED_ESCAPE, component, index, j)
-                return None
+                return _fail(w, MALFORMED_ESCAPE, component, index, j)
             c = <unsigned char>(high * 16 + low)
             if c == 0x2F and slash < 0:
                 slash = j
@@ -490,36 +491,32 @@ cdef object _text(Walk* w, _Rules r, Py_ssize_t a, Py_ssize_t b, int component,
             if c == 0x2B and plus:
                 c = 0x20  # form semantics: '+' is a space, %2B stays '+'
             j += 1
-        d[m] = c
+        d[m] = c  # m < j - a <= b - a: a + m < b <= n, the scratch's size
         m += 1
     if component != QUERY:
         if slash >= 0 and r.reject_slash:
-            _fail(w, ENCODED_SLASH, component, index, slash)
-            return None
+            return _fail(w, ENCODED_SLASH, component, index, slash)
         if backslash >= 0 and r.reject_backslash:
-            _fail(w, ENCODED_BACKSLASH, component, index, backslash)
-            return None
+            return _fail(w, ENCODED_BACKSLASH, component, index, backslash)
     w.decoded = d
     w.dlen = m
-    if w.build:  # checked when the target was: only its size is wanted now
-        _measure(d, m, &chars, &widest)
-        return _utf8_text(d, m, chars, widest)
+    if w.build:  # checked when the target was
+        return _utf8_text(d, m)
     if component == QUERY:
-        bad = _check_utf8(d, m, ascii, r.query_intervals, r.query_count, &forbidden, &chars, &widest)
+        bad = _check_utf8(d, m, ascii, r.query_intervals, r.query_count, &forbidden)
     else:
-        bad = _check_utf8(d, m, ascii, r.path_intervals, r.path_count, &forbidden, &chars, &widest)
+        bad = _check_utf8(d, m, ascii, r.path_intervals, r.path_count, &forbidden)
     if bad >= 0:
-        _fail(w, INVALID_UTF8, component, index, _raw_offset(s, a, bad))
-        return None
+        return _fail(w, INVALID_UTF8, component, index, _raw_offset(s, a, bad))
     if forbidden >= 0:
-        _fail(w, FORBIDDEN_CHAR, component, index, _raw_offset(s, a, forbidden))
-        return None
+        return _fail(w, FORBIDDEN_CHAR, component, index, _raw_offset(s, a, forbidden))
     return True
 
 
 # --- the rules of a segment ------------------------------------------------------------
 
 cdef inline bint _is_dots(const unsigned char* d, Py_ssize_t m) noexcept:
+    # d[0] is read when m >= 1, d[1] when m == 2.
     return (m == 1 and d[0] == 0x2E) or (m == 2 and d[0] == 0x2E and d[1] == 0x2E)
 
 
@@ -527,7 +524,7 @@ cdef bint _has_escape(const unsigned char* d, Py_ssize_t m) noexcept:
     """Whether decoded bytes hold '%' and two hex digits: %25XX sent, so a
     second decoding would read an escape (double-encoding)."""
     cdef Py_ssize_t k
-    for k in range(m - 2):
+    for k in range(m - 2):  # k + 2 < m; none when m < 3
         if d[k] == 0x25 and _HEX[d[k + 1]] >= 0 and _HEX[d[k + 2]] >= 0:
             return True
     return False
@@ -577,6 +574,7 @@ cdef int _kept_parts(_Rules r, const unsigned char* d, Py_ssize_t m) noexcept:
             if k == part and k < m:
                 found |= KEPT_EMPTY
             part = k + 1
+    # first_end == 2 is a separator's place, so m >= 3: d[0] and d[1] are read.
     if first_end == 2 and 0x61 <= (d[0] | 0x20) <= 0x7A and d[1] == 0x3A:
         found |= KEPT_DRIVE
     return found
@@ -592,8 +590,7 @@ cdef object _segment(Walk* w, _Rules r, Span* span, Py_ssize_t index, bint last,
     cdef int kept = 0
     if a == b:
         if not last and r.reject_empty:
-            _fail(w, EMPTY_SEGMENT, PATH, index, a)
-            return None
+            return _fail(w, EMPTY_SEGMENT, PATH, index, a)
         if params is not None:
             params.append(())
         return ""
@@ -646,17 +643,14 @@ cdef object _segment(Walk* w, _Rules r, Span* span, Py_ssize_t index, bint last,
     if (kept & KEPT_DOT) or (
         r.reject_dots and (_is_dots(d, m) or (span.mark >= 0 and _raw_dots(s, a, span.mark)))
     ):
-        _fail(w, DOT_SEGMENT, PATH, index, a)
-        return None
+        return _fail(w, DOT_SEGMENT, PATH, index, a)
+    # s[a]: a < b here, the empty segment returned above.
     if (kept & KEPT_EMPTY) or (r.reject_empty and not last and s[a] == 0x3B):
-        _fail(w, EMPTY_SEGMENT, PATH, index, a)
-        return None
+        return _fail(w, EMPTY_SEGMENT, PATH, index, a)
     if kept & KEPT_DRIVE:
-        _fail(w, DRIVE_LETTER, PATH, index, a)
-        return None
+        return _fail(w, DRIVE_LETTER, PATH, index, a)
     if double:
-        _fail(w, DOUBLE_ENCODING, PATH, index, a)
-        return None
+        return _fail(w, DOUBLE_ENCODING, PATH, index, a)
     return name
 
 
@@ -805,6 +799,8 @@ Target.register(_Target)
 
 cdef object _new_target(bytes raw, _Rules r, object authority, object host,
                         const Span* segments, Py_ssize_t nseg, const Span* pairs, Py_ssize_t npair):
+    # nseg <= max_segments and npair <= max_params (too-many passed), each at
+    # most n: below their room, so every span copied was noted.
     cdef _Target target = _Target.__new__(_Target)
     target.spans = <Span*>PyMem_Malloc((nseg + npair) * sizeof(Span))
     if target.spans == NULL:
@@ -831,10 +827,16 @@ cdef object _walk(Walk* w, _Rules r, bytes raw, object host, Span* segments,
     authority = judged = None
     found = <const unsigned char*>memchr(s, 0x23, n)
     if found != NULL:  # RFC 9110 §7.1: a fragment is never sent
-        _fail(w, FRAGMENT, TARGET, -1, found - s)
-        return None
+        return _fail(w, FRAGMENT, TARGET, -1, found - s)
     if n == 0 or s[0] != 0x2F:
-        path_start, judged = _absolute_form(raw, r.policy)  # raises InvalidTarget
+        bounds = authority_span(raw)  # RFC 9112 §3.2.2: http(s) absolute-form
+        if bounds is None:
+            return _fail(w, BAD_FORM, TARGET, -1, 0)
+        authority_start, path_start = bounds
+        try:
+            judged = parse_host(raw[authority_start:path_start], "target")
+        except InvalidTarget as error:  # the host grammar's verdict on the authority
+            return _fail(w, BAD_HOST, TARGET, -1, authority_start + error.offset)
         authority = host_text(judged)
     found = <const unsigned char*>memchr(s + path_start, 0x3F, n - path_start)
     path_end = n if found == NULL else found - s
@@ -845,20 +847,21 @@ cdef object _walk(Walk* w, _Rules r, bytes raw, object host, Span* segments,
         if nseg < 0:
             return None
     else:  # RFC 9112 §3.2.2: an absolute-form target's empty path is "/"
-        nseg = 1
-        segments[0].a = segments[0].b = path_start + 1
+        nseg = 1  # segments[0]: the room is at least one
+        segments[0].a = segments[0].b = path_start
         segments[0].mark = -1
         segments[0].first_escape = -1
     if found != NULL:
         npair = _split(w, r.query_class, path_end + 1, n, False, QUERY, pairs, pair_room)
         if npair < 0:
             return None
-    if nseg > r.max_segments:  # segments[max_segments] is noted: room > max_segments
-        _fail(w, TOO_MANY, PATH, r.max_segments, segments[r.max_segments].a - 1)
-        return None
+    # A path of n bytes has at most n segments, a query at most n pairs: so
+    # max_segments < nseg <= n, and the room, min(n, max_segments) + 1, is
+    # more than max_segments; the same for the pairs.
+    if nseg > r.max_segments:
+        return _fail(w, TOO_MANY, PATH, r.max_segments, segments[r.max_segments].a - 1)
     if npair > r.max_params:
-        _fail(w, TOO_MANY, QUERY, r.max_params, pairs[r.max_params].a)
-        return None
+        return _fail(w, TOO_MANY, QUERY, r.max_params, pairs[r.max_params].a)
 
     # Segment by segment, then pair by pair. A piece of bytes allowed raw,
     # without an escape or a ';', is text as it stands under a policy that
@@ -870,8 +873,7 @@ cdef object _walk(Walk* w, _Rules r, bytes raw, object host, Span* segments,
             if _segment(w, r, span, k, k == nseg - 1, None) is None:
                 return None
         elif r.reject_dots and _is_dots(s + span.a, span.b - span.a):
-            _fail(w, DOT_SEGMENT, PATH, k, span.a)
-            return None
+            return _fail(w, DOT_SEGMENT, PATH, k, span.a)
     for k in range(npair):
         if pairs[k].first_escape >= 0 or not r.query_raw_allowed:
             if _pair(w, r, &pairs[k], k) is None:
@@ -880,13 +882,13 @@ cdef object _walk(Walk* w, _Rules r, bytes raw, object host, Span* segments,
         if host is None:
             host = judged
         elif not same_authority(raw, judged, host):  # RFC 9112 §3.2.2
-            raise InvalidTarget("bad-host", "host", None, 0)
+            return _fail(w, BAD_HOST, HOST, -1, 0)
     return _new_target(raw, r, authority, host, segments, nseg, pairs, npair)
 
 
 cdef object _parse(Walk* w, bytes raw, _Rules r, object host):
-    """The target ``raw`` checked, or None with the rule it breaks in ``w``:
-    the entry raises it, so a rejection's traceback gets one entry, not two."""
+    """The target ``raw`` checked, or None with the rule it breaks in ``w``
+    (the entry raises it); ``host`` the Host given, as bytes, str or a Host."""
     cdef Span segment_stack[STACK_SPANS]
     cdef Span pair_stack[STACK_SPANS]
     cdef unsigned char scratch[STACK_SCRATCH]
@@ -898,9 +900,13 @@ cdef object _parse(Walk* w, bytes raw, _Rules r, object host):
     cdef Py_ssize_t segment_room = min(n, r.max_segments) + 1
     cdef Py_ssize_t pair_room = min(n, r.max_params) + 1
     w.rule = OK
+    if host is not None and type(host) is not Host:
+        try:
+            host = _judged(host)  # a TypeError is the caller's, and passes
+        except InvalidTarget as error:  # the host grammar's bad-host
+            return _fail(w, BAD_HOST, HOST, -1, error.offset)
     if n > r.max_length:
-        _fail(w, TOO_LONG, TARGET, -1, r.max_length)
-        return None
+        return _fail(w, TOO_LONG, TARGET, -1, r.max_length)
     w.s = <const unsigned char*>PyBytes_AS_STRING(raw)
     w.n = n
     w.build = False
@@ -937,17 +943,9 @@ cdef bytes _as_bytes(object raw):
     return _reference_as_bytes(raw)
 
 
-cdef inline object _host_of(object host):
-    # A guard's Host as it is; anything else is the reference's to judge.
-    if host is None or type(host) is Host:
-        return host
-    return _judged(host)
-
-
 def parse_target(raw, policy=None, host=None):
     """``urlguard._url.parser_py.parse_target``, compiled: the same answer on every input."""
     cdef Walk w
-    host = _host_of(host)
     target = _parse(&w, _as_bytes(raw), _rules_for(policy), host)
     if target is None:
         raise _error(&w)
@@ -957,7 +955,6 @@ def parse_target(raw, policy=None, host=None):
 def parse_split_target(raw_path, query, policy, host=None):
     """``urlguard._url.parser_py.parse_split_target``, compiled."""
     cdef Walk w
-    host = _host_of(host)
     cdef bytes path = _as_bytes(raw_path)
     cdef bytes rest = _as_bytes(query)
     cdef _Rules r = _rules_for(policy)
@@ -968,7 +965,7 @@ def parse_split_target(raw_path, query, policy, host=None):
         raw = PyBytes_FromStringAndSize(NULL, size + 1 + PyBytes_GET_SIZE(rest))
         into = PyBytes_AS_STRING(raw)
         memcpy(into, PyBytes_AS_STRING(path), size)
-        into[size] = 0x3F  # '?'
+        into[size] = 0x3F  # '?': the allocation holds size + 1 + len(rest) bytes
         memcpy(into + size + 1, PyBytes_AS_STRING(rest), PyBytes_GET_SIZE(rest))
     target = _parse(&w, raw, r, host)
     if target is None:

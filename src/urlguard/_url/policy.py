@@ -121,9 +121,6 @@ class Policy:
     #: (query), '/' ('&') admitted: there it is a separator, never data.
     _path_text_bad: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
     _query_text_bad: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
-    #: What the compiled parser derives from this policy, on first use (its C
-    #: tables); never copied or pickled.
-    _compiled: object = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     FIELDS: ClassVar[tuple[str, ...]]
 
@@ -195,11 +192,6 @@ class Policy:
         query_separated = _merge([*query_allowed, (g.AMPERSAND, g.AMPERSAND)])
         set_(self, "_path_text_bad", _forbidden_pattern(path_separated))
         set_(self, "_query_text_bad", _forbidden_pattern(query_separated))
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state.pop("_compiled", None)  # C tables: derived again where they are needed
-        return state
 
     @classmethod
     def browser(cls, **changes: Any) -> Policy:
