@@ -41,7 +41,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from itertools import compress, repeat
-from typing import IO, Final, Literal, Protocol, TypeVar
+from typing import IO, Final, Literal, Protocol, TypeVar, cast
 
 from .._guard.allowed_hosts import AllowedHosts, HostCheck
 from .._guard.routes import RouteTable, is_server_wide_options
@@ -240,12 +240,13 @@ _LOOKS_LIKE_TARGET: Final = re.compile(rb"/|[Hh][Tt][Tt][Pp][Ss]?://")
 # ASCII letter alike (a drive letter is any letter) and every digit alike, so
 # two origin-form targets of one shape get one verdict, provided the policy
 # allows every letter and digit (allowed_ranges may narrow that). The shape
-# folds digits to '0', the hex letters to 'a' and the other letters to 'x'
-# (hex stays hex: "%2541" stays an escape after one decoding), and keeps
-# exactly the four bytes after every '%': the escape, and the escape it
-# makes after one decoding (%25HH), so that what a first and a second
-# decoding give (a separator, a control, a dot) is that of the target.
-# Lengths and every other byte are kept (too-long, too-many, raw bytes).
+# is the target folded (digits to '0', the hex letters to 'a', the other
+# letters to 'x'; hex stays hex: "%2541" stays an escape after one decoding)
+# beside the four bytes after every '%' as they are: the escape, and the
+# escape it makes after one decoding (%25HH), so that what a first and a
+# second decoding give (a separator, a control, a dot) is that of the
+# target. Lengths and every other byte are kept (too-long, too-many, raw
+# bytes). Both halves are made in C, for a whole chunk at once.
 _FOLD: Final = bytes(
     ord("0") if chr(b).isdigit() and b < 0x80
     else ord("a") if chr(b) in "abcdefABCDEF"
@@ -254,28 +255,40 @@ _FOLD: Final = bytes(
     for b in range(256)
 )  # fmt: skip
 _ALNUM: Final = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# The (up to) four bytes after each '%', overlapping where escapes are near.
+# Their lengths follow from where the folded target has its '%' (folding
+# keeps a '%'), so joined they still say which byte is which.
+_AFTER_PERCENT: Final = re.compile(rb"%(?=(.{0,4}))", re.DOTALL)
+
+#: A target's shape: the target folded, and the bytes after its '%' kept.
+Shape = tuple[bytes, bytes]
 
 
-def shape_of(target: bytes) -> bytes | None:
+def shape_of(target: bytes) -> Shape | None:
     """The shape of an origin-form target (``None`` for any other form:
     the scheme and host of absolute-form are not folded).
 
     >>> shape_of(b"/products/1234/kg%2Fs?page=2")
-    b'/xxxaxaxx/0000/xx%2Fs?xaxa=0'
+    (b'/xxxaxaxx/0000/xx%0ax?xaxa=0', b'2Fs?')
     """
     if target[:1] != b"/":
         return None
-    pieces = target.split(b"%")
-    if len(pieces) == 1:
-        return target.translate(_FOLD)
-    # The four bytes after a '%' are the first four of the piece after it
-    # (a '%' among them starts a piece whose four bytes reach further); a
-    # '%' folds to itself.
-    kept = [
-        piece if len(piece) <= 4 else piece[:4] + piece[4:].translate(_FOLD) for piece in pieces
+    kept = b"".join(_AFTER_PERCENT.findall(target)) if b"%" in target else b""
+    return target.translate(_FOLD), kept
+
+
+def shapes_of(targets: list[bytes]) -> list[Shape]:
+    """:func:`shape_of` of many targets at once, in C, for targets without a
+    line break. A target not in origin-form gets a shape too; no target in
+    origin-form has it (folding keeps the first byte's '/' or its absence)."""
+    folded = b"\n".join(targets).translate(_FOLD).split(b"\n")
+    escaped = list(map(bytes.__contains__, targets, repeat(b"%")))
+    if True not in escaped:
+        return list(zip(folded, repeat(b"")))
+    kept = iter(list(map(b"".join, map(_AFTER_PERCENT.findall, compress(targets, escaped)))))
+    return [
+        (fold, next(kept) if escape else b"") for fold, escape in zip(folded, escaped, strict=True)
     ]
-    kept[0] = pieces[0].translate(_FOLD)
-    return b"%".join(kept)
 
 
 def folds(policy: Policy) -> bool:
@@ -415,7 +428,7 @@ class Observer(Protocol):
         first: float | None = None,
         last: float | None = None,
         *,
-        shape: bytes | None = None,
+        shape: Shape | None = None,
     ) -> object: ...
 
 
@@ -455,12 +468,12 @@ class Auditor:
         self.host_stops: Counter[str] = Counter()
         # Verdicts per shape and policy (see shape_of), and whether a policy
         # of the table lets shapes decide (by id: the table keeps them alive).
-        self._shapes: dict[tuple[int, bytes], str] = {}
+        self._shapes: dict[tuple[int, Shape], str] = {}
         # Verdicts per request shape (see _request_shape).
-        self._requests: dict[tuple[bytes, ...], str] = {}
+        self._requests: dict[tuple[bytes, Shape, bytes], str] = {}
         # With an observer: the target of each rejected request field.
-        self._rejected_targets: dict[bytes, tuple[bytes, bytes | None]] = {}
-        self._last_shape: bytes | None = None  # of the target judged last
+        self._rejected_targets: dict[bytes, tuple[bytes, Shape | None]] = {}
+        self._last_shape: Shape | None = None  # of the target judged last
         self._folds: dict[int, bool] = {}
         # Whether a request field's shape decides its verdict: one policy
         # (per-route policies are chosen by the path itself) that allows
@@ -734,32 +747,66 @@ class Auditor:
             ]
         misses = list(compress(fields, map(operator.not_, verdicts)))
         # Each field's key as _request_key makes it: the method before the
-        # first space, the target's shape, the version after the last; in C
-        # but for targets with an escape. A field that has no key gets one
-        # that no key made there can match: its target is empty, or does not
-        # start with '/', or holds a '\\' (which _request_key refuses).
+        # first space, the target's shape, the version after the last. A
+        # field that has no key gets one that no key made there can match:
+        # its target does not start with '/', or holds a '\\' (which
+        # _request_key refuses).
         methods, _, rests = zip(*map(bytes.partition, misses, repeat(b" ")), strict=True)
         targets, _, versions = zip(*map(bytes.rpartition, rests, repeat(b" ")), strict=True)
-        shapes = b"\n".join(targets).translate(_FOLD).split(b"\n")
-        for i in compress(range(len(targets)), map(bytes.__contains__, targets, repeat(b"%"))):
-            shapes[i] = shape_of(targets[i]) or b""
+        shapes = shapes_of(list(targets))
         known = list(map(self._requests.get, zip(methods, shapes, versions, strict=True)))
         passed = list(compress(misses, map(operator.eq, known, repeat(OK))))
         if len(cache) + len(passed) > CACHE_SIZE:
             cache.clear()
         cache.update(zip(passed, repeat(OK)))
-        judged = []
-        for field, target, shape, verdict in zip(misses, targets, shapes, known, strict=True):
-            if verdict is None:  # a new shape, or none
-                verdict = cache.get(field) or judge(field)
-            elif verdict != OK:  # as _judge_request does for a known shape
-                self._judged(field, target, shape, verdict)
-                _remember(cache, field, verdict)
-            judged.append(verdict)
-        if len(judged) == len(fields):
-            return judged
-        found = iter(judged)
-        return [verdict or next(found) for verdict in verdicts]
+        if len(passed) < len(misses):
+            self._judge_misses(misses, targets, shapes, known)
+        if len(misses) == len(fields):
+            return known  # type: ignore[return-value]  # (judged: no None left)
+        found = iter(known)
+        return [verdict or next(found) for verdict in verdicts]  # type: ignore[misc]
+
+    def _judge_misses(
+        self,
+        fields: list[bytes],
+        targets: tuple[bytes, ...],
+        shapes: list[Shape],
+        known: list[str | None],
+    ) -> None:
+        """Fill in ``known`` (the verdicts of the shapes of ``fields``, as
+        far as they are known) for the fields :meth:`_judge_fields` could not
+        pass in bulk: a new shape (or none) is judged in order; a field of a
+        known rejected shape is kept for the observer in bulk, and an example
+        of its rule taken while the rule has fewer than :data:`EXAMPLES`."""
+        cache = self._log_cache
+        judge = self._judge_request
+        examples = self._examples
+        # A new shape is judged one by one, which keeps its own target and
+        # example; the fields of known rejected shapes are kept in bulk.
+        rejected = [i for i, verdict in enumerate(known) if verdict is not None and verdict != OK]
+        for i in compress(range(len(known)), map(operator.is_, known, repeat(None))):
+            field = fields[i]
+            known[i] = cache.get(field) or judge(field)
+        if not rejected:
+            return
+        chosen = [fields[i] for i in rejected]
+        rules = [cast(str, known[i]) for i in rejected]
+        if len(cache) + len(chosen) > CACHE_SIZE:
+            cache.clear()
+        cache.update(zip(chosen, rules, strict=True))
+        found = [(targets[i], shapes[i]) for i in rejected]
+        if self._observer is not None:
+            kept = self._rejected_targets
+            if len(kept) + len(chosen) > CACHE_SIZE:
+                kept.clear()
+            kept.update(zip(chosen, found, strict=True))
+        for rule in dict.fromkeys(rules):
+            if len(examples.get(rule, ())) < EXAMPLES:
+                for (target, _), same in zip(found, rules, strict=True):
+                    if same == rule:
+                        self._example(rule, target)
+                        if len(examples[rule]) >= EXAMPLES:
+                            break
 
     def _count_observed(self, found: list[tuple[bytes, bytes, bytes]], observer: Observer) -> None:
         """:meth:`_count` for ``--suggest``: each distinct request field and
@@ -777,7 +824,7 @@ class Auditor:
         # Statuses of the requests with a target: every line's, counted in C,
         # less those of a request without one (rare).
         statuses = Counter(map(_STATUS_OF, keys))
-        rejected: dict[bytes, tuple[bytes, bytes | None, str]] = {}
+        rejected: dict[bytes, tuple[bytes, Shape | None, str]] = {}
         if verdicts.count(OK) != len(verdicts):
             targets = self._rejected_targets
             for key, field, verdict in compress(
@@ -878,7 +925,7 @@ class Auditor:
         return verdict
 
     @staticmethod
-    def _request_key(field: bytes) -> tuple[bytes, bytes, bytes] | None:
+    def _request_key(field: bytes) -> tuple[bytes, Shape, bytes] | None:
         """The key of a request field's verdict among those of its shape
         (when the policy lets shapes decide, see ``_shaping``): its method
         and version as they are and its target's shape (see
@@ -893,10 +940,10 @@ class Auditor:
         if first < 0 or last <= first + 1 or field[first + 1] != _SLASH:
             return None
         target = field[first + 1 : last]
-        shape = target.translate(_FOLD) if b"%" not in target else shape_of(target)
+        shape = shape_of(target)
         return None if shape is None else (field[:first], shape, field[last + 1 :])
 
-    def _judged(self, field: bytes, target: bytes, shape: bytes, verdict: str) -> None:
+    def _judged(self, field: bytes, target: bytes, shape: Shape, verdict: str) -> None:
         """What judging a request does besides its verdict: an example of a
         rule, the target for the observer."""
         if verdict in (OK, UNPARSEABLE):
@@ -905,7 +952,7 @@ class Auditor:
         if self._observer is not None:
             self._found(field, target, shape)
 
-    def _found(self, field: bytes, target: bytes, shape: bytes | None) -> None:
+    def _found(self, field: bytes, target: bytes, shape: Shape | None) -> None:
         """Keep a rejected request's target (and shape) for the observer:
         found now, not again."""
         if len(self._rejected_targets) >= CACHE_SIZE:
@@ -936,7 +983,7 @@ class Auditor:
             self._example(rule, target)
         return rule
 
-    def _shape_key(self, target: bytes, policy: Policy) -> tuple[int, bytes] | None:
+    def _shape_key(self, target: bytes, policy: Policy) -> tuple[int, Shape] | None:
         """The key of ``target``'s verdict among those of its shape, if its
         shape decides it under ``policy``."""
         folding = self._folds.get(id(policy))

@@ -14,7 +14,7 @@ from typing import Final
 from ..._guard.routes import RouteTable, path_of, percent_decode
 from ..._url.errors import InvalidTarget
 from ..._url.policy import Policy
-from ..audit import display, folds, shape_of
+from ..audit import Shape, display, folds, shape_of
 from .evidence import (
     COUNTED,
     Counted,
@@ -345,7 +345,7 @@ class Ledger:
         # Analyses per shape and policy (see audit.shape_of), bounded; and
         # whether a policy of the table lets shapes decide (by id: the table
         # keeps its policies alive).
-        self._shapes: dict[tuple[int, bytes], Analysis] = {}
+        self._shapes: dict[tuple[int, Shape], Analysis] = {}
         self._folds: dict[int, bool] = {}
 
     def count_statuses(self, counts: Mapping[int | None, int]) -> None:
@@ -368,7 +368,7 @@ class Ledger:
         first: float | None = None,
         last: float | None = None,
         *,
-        shape: bytes | None = None,
+        shape: Shape | None = None,
     ) -> None:
         """Note ``count`` requests for ``target`` answered ``status`` that the
         current policy rejects under ``rule`` (a rule code, or the error),
@@ -442,7 +442,7 @@ class Ledger:
 
     # -- the analysis of one target, once per shape -----------------------------------
 
-    def _learn(self, target: bytes, shape: bytes | None) -> _Known:
+    def _learn(self, target: bytes, shape: Shape | None) -> _Known:
         policy = self.table.select(target) if self.routes else self.policy
         path = target.partition(b"?")[0] if target[:1] == b"/" else path_of(target)
         folding = self._folds.get(id(policy))
