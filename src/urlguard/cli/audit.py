@@ -39,7 +39,7 @@ import re
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import compress, repeat
 from typing import IO, Final, Literal, Protocol, TypeVar, cast
 
@@ -285,6 +285,8 @@ def shapes_of(targets: list[bytes]) -> list[Shape]:
     escaped = list(map(bytes.__contains__, targets, repeat(b"%")))
     if True not in escaped:
         return list(zip(folded, repeat(b"")))
+    if False not in escaped:
+        return list(zip(folded, map(b"".join, map(_AFTER_PERCENT.findall, targets)), strict=True))
     kept = iter(list(map(b"".join, map(_AFTER_PERCENT.findall, compress(targets, escaped)))))
     return [
         (fold, next(kept) if escape else b"") for fold, escape in zip(folded, escaped, strict=True)
@@ -409,26 +411,25 @@ ProgressFactory = Callable[[str], Progress]
 
 class Observer(Protocol):
     """How ``audit --suggest`` learns what the site answered: the statuses
-    of all requests with a target, a chunk at a time, and each distinct
-    (rejected target, status) of a chunk with its count, the rule that
-    rejects it, the clients that sent it and when it was first and last
-    sent (seconds since the epoch; ``None`` when no time was logged), and
-    its shape when the auditor made it (see :func:`shape_of`). ``status``
-    is ``None`` for a list of targets."""
+    of all requests with a target, a chunk at a time, and the rows of a
+    chunk, one per distinct (rejected target, status), in the order they
+    came: its count, the rule that rejects it, the clients that sent it and
+    when it was first and last sent (seconds since the epoch; ``None`` when
+    no time was logged), and its shape when the auditor made it (see
+    :func:`shape_of`). ``status`` is ``None`` for a list of targets."""
 
     def count_statuses(self, counts: Mapping[int | None, int]) -> object: ...
 
-    def observe(
+    def observe_rows(
         self,
-        target: bytes,
-        status: int | None,
-        count: int,
-        rule: str,
-        clients: Collection[bytes] = (),
-        first: float | None = None,
-        last: float | None = None,
-        *,
-        shape: Shape | None = None,
+        targets: Sequence[bytes],
+        statuses: Sequence[int | None],
+        counts: Sequence[int],
+        rules: Sequence[str],
+        clients: Sequence[Sequence[bytes]],
+        firsts: Sequence[float | None],
+        lasts: Sequence[float | None],
+        shapes: Sequence[Shape | None],
     ) -> object: ...
 
 
@@ -783,26 +784,32 @@ class Auditor:
         examples = self._examples
         # A new shape is judged one by one, which keeps its own target and
         # example; the fields of known rejected shapes are kept in bulk.
-        rejected = [i for i, verdict in enumerate(known) if verdict is not None and verdict != OK]
+        rejected = list(
+            map(
+                operator.and_,
+                map(operator.is_not, known, repeat(None)),
+                map(operator.ne, known, repeat(OK)),
+            )
+        )
         for i in compress(range(len(known)), map(operator.is_, known, repeat(None))):
             field = fields[i]
             known[i] = cache.get(field) or judge(field)
-        if not rejected:
+        if True not in rejected:
             return
-        chosen = [fields[i] for i in rejected]
-        rules = [cast(str, known[i]) for i in rejected]
-        if len(cache) + len(chosen) > CACHE_SIZE:
-            cache.clear()
-        cache.update(zip(chosen, rules, strict=True))
-        found = [(targets[i], shapes[i]) for i in rejected]
+        # Their verdicts are not cached: a log that repeats a rejected field
+        # finds it by its shape again, and a log of distinct targets would
+        # only fill the cache.
+        rules = cast(list[str], list(compress(known, rejected)))
         if self._observer is not None:
+            chosen = list(compress(fields, rejected))
+            found = zip(compress(targets, rejected), compress(shapes, rejected), strict=False)
             kept = self._rejected_targets
             if len(kept) + len(chosen) > CACHE_SIZE:
                 kept.clear()
-            kept.update(zip(chosen, found, strict=True))
+            kept.update(zip(chosen, found, strict=False))
         for rule in dict.fromkeys(rules):
             if len(examples.get(rule, ())) < EXAMPLES:
-                for (target, _), same in zip(found, rules, strict=True):
+                for target, same in zip(compress(targets, rejected), rules, strict=False):
                     if same == rule:
                         self._example(rule, target)
                         if len(examples[rule]) >= EXAMPLES:
@@ -824,67 +831,97 @@ class Auditor:
         # Statuses of the requests with a target: every line's, counted in C,
         # less those of a request without one (rare).
         statuses = Counter(map(_STATUS_OF, keys))
-        rejected: dict[bytes, tuple[bytes, Shape | None, str]] = {}
         if verdicts.count(OK) != len(verdicts):
-            targets = self._rejected_targets
-            for key, field, verdict in compress(
-                zip(distinct, fields, verdicts, strict=True), map(OK.__ne__, verdicts)
-            ):
-                if verdict == UNPARSEABLE:
-                    statuses[key[-3:]] -= counts[key]  # a request without a target
-                    continue
-                known = targets.get(field)
-                if known is not None:
-                    rejected[key] = (known[0], known[1], verdict)
-                else:
-                    target = _target_of(field)  # judged in an earlier chunk
-                    if target is not None:
-                        rejected[key] = (target, None, verdict)
-        if rejected:
-            when: dict[bytes, float | None] = {}
-            observe = observer.observe
-            # A key on one line (most of a log of distinct targets) is found
-            # by a dict built in C; the lines of the others, one by one.
-            last_line = dict(zip(keys, range(len(keys)), strict=True))
-            lines: dict[bytes, list[int]] = {}
-            for key, (target, shape, rule) in rejected.items():
-                if counts[key] == 1:
-                    i = last_line[key]
-                    stamp = times[i]
-                    at = when[stamp] if stamp in when else _time_of(stamp, when)
-                    observe(
-                        target, int(key[-3:]), 1, rule, (client_of(heads[i]),), at, at, shape=shape
-                    )
-                else:
-                    lines[key] = []
-            if lines:
-                for i in compress(range(len(keys)), map(lines.__contains__, keys)):
-                    lines[keys[i]].append(i)
-            for key, found_at in lines.items():
-                target, shape, rule = rejected[key]
-                seen = [t for t in (_time_of(times[i], when) for i in found_at) if t is not None]
-                observer.observe(
-                    target,
-                    int(key[-3:]),
-                    len(found_at),
-                    rule,
-                    {client_of(heads[i]) for i in found_at},
-                    min(seen, default=None),
-                    max(seen, default=None),
-                    shape=shape,
-                )
+            lines = (heads, times, keys)
+            self._observe_rejected(distinct, fields, verdicts, counts, statuses, lines, observer)
         observer.count_statuses({int(status): n for status, n in statuses.items() if n})
+
+    def _observe_rejected(
+        self,
+        distinct: list[bytes],
+        fields: list[bytes],
+        verdicts: list[str],
+        counts: Counter[bytes],
+        statuses: Counter[bytes],
+        found: tuple[Sequence[bytes], Sequence[bytes], Sequence[bytes]],
+        observer: Observer,
+    ) -> None:
+        """Tell the observer the rows of a chunk's rejected keys (``field"
+        NNN``), in the order the keys came: target, shape, rule, clients and
+        times. A key on one line (most of a log of distinct targets) is
+        found by a dict built in C; the lines of the others, one by one.
+        Times and clients are read once per distinct field of the chunk."""
+        mask = list(map(operator.ne, verdicts, repeat(OK)))
+        keys, rules = list(compress(distinct, mask)), list(compress(verdicts, mask))
+        judged = list(compress(fields, mask))
+        if UNPARSEABLE in rules:
+            for key, rule in zip(keys, rules, strict=True):
+                if rule == UNPARSEABLE:
+                    statuses[key[-3:]] -= counts[key]  # a request without a target
+            parsed = list(map(operator.ne, rules, repeat(UNPARSEABLE)))
+            keys, rules = list(compress(keys, parsed)), list(compress(rules, parsed))
+            judged = list(compress(judged, parsed))
+        kept = list(map(self._rejected_targets.get, judged))
+        if None in kept:
+            # Judged in an earlier chunk: the target again, without its shape.
+            for i in compress(range(len(kept)), map(operator.is_, kept, repeat(None))):
+                target = _target_of(_FIELD_OF(keys[i]))
+                kept[i] = None if target is None else (target, None)
+            present = list(map(operator.is_not, kept, repeat(None)))
+            keys, rules = list(compress(keys, present)), list(compress(rules, present))
+            kept = list(compress(kept, present))
+        if not keys:
+            return
+        heads, times, lines = found  # per line: before [time], the time, the key
+        last_line = dict(zip(lines, range(len(lines)), strict=True))
+        rows = list(map(last_line.__getitem__, keys))
+        numbers = list(map(counts.__getitem__, keys))
+        many: dict[bytes, list[int]] = {}
+        if max(numbers) > 1:
+            many = {key: [] for key, n in zip(keys, numbers, strict=True) if n > 1}
+            for i in compress(range(len(lines)), map(many.__contains__, lines)):
+                many[lines[i]].append(i)
+        needed = set(rows).union(*many.values()) if many else rows
+        when = {stamp: log_time(stamp) for stamp in set(map(times.__getitem__, needed))}
+        who = {head: client_of(head) for head in set(map(heads.__getitem__, needed))}
+        firsts = list(map(when.__getitem__, map(times.__getitem__, rows)))
+        lasts = list(firsts)
+        sent: list[tuple[bytes, ...]] = list(
+            zip(map(who.__getitem__, map(heads.__getitem__, rows)))
+        )
+        for n in compress(range(len(keys)), map(many.__contains__, keys)) if many else ():
+            found_at = many[keys[n]]
+            seen = [t for t in (when[times[i]] for i in found_at) if t is not None]
+            firsts[n] = min(seen, default=None)
+            lasts[n] = max(seen, default=None)
+            sent[n] = tuple(dict.fromkeys(who[heads[i]] for i in found_at))
+        targets, shapes = zip(*kept, strict=True)
+        observer.observe_rows(
+            targets,
+            list(map(int, map(_STATUS_OF, keys))),
+            numbers,
+            rules,
+            sent,
+            firsts,
+            lasts,
+            shapes,
+        )
 
     def _observe_lines(self, counts: Counter[bytes], observer: Observer) -> None:
         cached = self._target_cache.get
         targets = 0
+        rows: list[tuple[bytes, int, str]] = []
         for line, count in counts.items():
             verdict = cached(line) or self._judge_line(line)
             if verdict == UNPARSEABLE:
                 continue
             targets += count
             if verdict != OK:
-                observer.observe(line.removesuffix(b"\r"), None, count, verdict)
+                rows.append((line.removesuffix(b"\r"), count, verdict))
+        if rows:
+            lines, numbers, rules = zip(*rows, strict=True)
+            none = [None] * len(rows)
+            observer.observe_rows(lines, none, numbers, rules, [()] * len(rows), none, none, none)
         observer.count_statuses({None: targets})
 
     def _unparseable(self, shown: str) -> None:
@@ -1004,14 +1041,6 @@ def _target_of(field: bytes) -> bytes | None:
     """The target of a logged request field (``None`` if it has none)."""
     request = _REQUEST_LINE.fullmatch(unescape_log(field))
     return None if request is None else request[2]
-
-
-def _time_of(field: bytes, known: dict[bytes, float | None]) -> float | None:
-    """:func:`log_time`, once per distinct field of a chunk."""
-    if field in known:
-        return known[field]
-    when = known[field] = log_time(field)
-    return when
 
 
 def _remember(cache: dict[K, str], key: K, verdict: str) -> None:

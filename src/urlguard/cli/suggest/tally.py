@@ -6,12 +6,17 @@ directories, not by the number of distinct targets.
 
 from __future__ import annotations
 
+import functools
+import heapq
+import operator
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Final
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from itertools import compress, repeat
+from typing import Any, Final, cast
+from urllib.parse import unquote_to_bytes
 
-from ..._guard.routes import RouteTable, path_of, percent_decode
+from ..._guard.routes import RouteTable, path_of
 from ..._url.errors import InvalidTarget
 from ..._url.policy import Policy
 from ..audit import Shape, display, folds, shape_of
@@ -154,6 +159,42 @@ class Tally:
             for n, (network, client) in enumerate(clients):
                 self._put(network, client, (share + (n < extra), first, last))
 
+    def add_rows(
+        self,
+        targets: Sequence[bytes],
+        counts: Sequence[int],
+        clients: Sequence[Sequence[tuple[bytes, bytes]]],
+        firsts: Sequence[float | None],
+        lasts: Sequence[float | None],
+        redirects: Sequence[bool],
+    ) -> None:
+        """:meth:`add_served` for many rows at once (one per distinct target
+        and status of a chunk, in the order they came): the same tally as
+        row by row, but for the examples, the most requested of all rows."""
+        self.served += sum(counts)
+        known = self.targets
+        if len(known) < COUNTED:
+            for digest in map(hash, targets):
+                known.add(digest)
+                if len(known) >= COUNTED:
+                    break
+        if None in firsts:
+            firsts_known = [moment for moment in firsts if moment is not None]
+            lasts_known = [moment for moment in lasts if moment is not None]
+        else:
+            firsts_known, lasts_known = cast(list[float], firsts), cast(list[float], lasts)
+        if firsts_known:
+            self.first = _earlier(self.first, min(firsts_known))
+            self.last = _later(self.last, max(lasts_known))
+        self._examples(targets, counts)
+        if True in redirects:
+            self.redirected += sum(compress(counts, redirects))
+            keep = list(map(operator.not_, redirects))
+            counts, clients = list(compress(counts, keep)), list(compress(clients, keep))
+            firsts, lasts = list(compress(firsts, keep)), list(compress(lasts, keep))
+        for (network, client), seen in _per_client(counts, clients, firsts, lasts).items():
+            self._put(network, client, seen)
+
     def _put(self, network: bytes, client: bytes, seen: _Seen) -> None:
         networks = self.networks
         clients = networks.get(network)
@@ -190,6 +231,25 @@ class Tally:
             del kept[least[1]]
             kept[target] = count
         self.least = None  # found again when next needed
+
+    def _examples(self, targets: Sequence[bytes], counts: Sequence[int]) -> None:
+        """:meth:`_example` for many targets: the kept ones counted, then the
+        best of the others offered, best first."""
+        if all(map(operator.eq, counts, repeat(1))):
+            per_target = Counter(targets)
+        else:
+            per_target = Counter()
+            for target, count in zip(targets, counts, strict=True):
+                per_target[target] += count
+        kept = self.kept
+        for target in kept.keys() & per_target.keys():
+            kept[target] += per_target.pop(target)
+            self.least = None
+        best = heapq.nsmallest(
+            STOPPED_EXAMPLES, zip(map(operator.neg, per_target.values()), per_target, strict=True)
+        )
+        for minus, target in best:
+            self._example(-minus, target)
 
     @property
     def examples(self) -> list[tuple[int, bytes]]:
@@ -272,6 +332,46 @@ class Tally:
         )
 
 
+def _per_client(
+    counts: Sequence[int],
+    clients: Sequence[Sequence[tuple[bytes, bytes]]],
+    firsts: Sequence[float | None],
+    lasts: Sequence[float | None],
+) -> dict[tuple[bytes, bytes], _Seen]:
+    """Requests per (network, client) and their first and last time, in the
+    order the clients first come. A row's requests are shared out among its
+    clients (a chunk of the log says who sent a target and how often, not
+    who sent how many); a row without clients counts as one unlisted."""
+    if all(map(operator.eq, counts, repeat(1))) and all(
+        map(operator.eq, map(len, clients), repeat(1))
+    ):
+        pairs = [row[0] for row in clients]
+        if None not in firsts and all(map(operator.eq, firsts, lasts)):
+            # The common row: one request from one client. Counted in C; the
+            # first and last time of each client from the rows in time order.
+            moments = cast(list[float], list(firsts))
+            order = sorted(range(len(pairs)), key=moments.__getitem__)
+            ordered = list(map(pairs.__getitem__, order))
+            times = list(map(moments.__getitem__, order))
+            last = dict(zip(ordered, times, strict=True))
+            first = dict(zip(reversed(ordered), reversed(times), strict=True))
+            return {pair: (n, first[pair], last[pair]) for pair, n in Counter(pairs).items()}
+    seen: dict[tuple[bytes, bytes], _Seen] = {}
+    for count, row, a, b in zip(counts, clients, firsts, lasts, strict=True):
+        if not row:
+            row = ((_UNLISTED, _UNLISTED),)
+        share, extra = divmod(count, len(row))
+        for n, pair in enumerate(row):
+            before = seen.get(pair)
+            mine = share + (n < extra)
+            seen[pair] = (
+                (mine, a, b)
+                if before is None
+                else (before[0] + mine, _earlier(before[1], a), _later(before[2], b))
+            )
+    return seen
+
+
 def _by_requests(example: tuple[int, bytes]) -> tuple[int, bytes]:
     return -example[0], example[1]
 
@@ -283,28 +383,72 @@ def merged(tallies: Iterable[Tally]) -> Tally:
     return result
 
 
-class _Known:
-    """What the ledger remembers of one rejected target: its analysis, its
-    directory, and its requests by status class."""
+class _Batch:
+    """The served rows of a chunk, each waiting for its tally: added to them
+    in bulk, before the tallies of a cause are merged and at the end."""
 
-    __slots__ = ("analysis", "cut", "depth", "failed", "families", "prefix", "served")
+    __slots__ = ("counts", "firsts", "lasts", "pairs", "pending", "statuses", "targets")
 
-    def __init__(self, prefix: bytes, analysis: Analysis) -> None:
-        self.prefix = prefix
-        self.analysis = analysis
-        self.families = analysis.families
-        self.served = 0
-        self.failed = 0
-        # The prefix cut to the depth of its cause's tallies when last looked up.
-        self.cut = prefix
-        self.depth: int | None = None
+    def __init__(
+        self,
+        targets: Sequence[bytes],
+        statuses: Sequence[int | None],
+        counts: Sequence[int],
+        pairs: Sequence[tuple[tuple[bytes, bytes], ...]],
+        firsts: Sequence[float | None],
+        lasts: Sequence[float | None],
+    ) -> None:
+        self.targets = targets
+        self.statuses = statuses
+        self.counts = counts
+        self.pairs = pairs
+        self.firsts = firsts
+        self.lasts = lasts
+        # Tally -> its rows; a rule never loosened's tally: its rows, none a
+        # redirect (it admits nothing, but says what it stops).
+        self.pending: dict[Tally, list[int]] = {}
+
+    def wait(self, tally: Tally, rows: list[int]) -> None:
+        if not rows:
+            return
+        waiting = self.pending.get(tally)
+        if waiting is None:
+            self.pending[tally] = rows
+        else:
+            waiting.extend(rows)
+
+    def flush(self, *, redirects: bool = True) -> None:
+        """Add the waiting rows to their tallies; ``redirects``: whether a
+        3xx other than 304 is told apart."""
+        for tally, rows in self.pending.items():
+            if len(rows) == 1:
+                [i] = rows
+                tally.add_served(
+                    self.targets[i],
+                    self.counts[i],
+                    self.pairs[i],
+                    self.firsts[i],
+                    self.lasts[i],
+                    redirect=redirects and _redirect(self.statuses[i]),
+                )
+                continue
+            pick = operator.itemgetter(*rows)
+            tally.add_rows(
+                pick(self.targets),
+                pick(self.counts),
+                pick(self.pairs),
+                pick(self.firsts),
+                pick(self.lasts),
+                list(map(_redirect, pick(self.statuses))) if redirects else [False] * len(rows),
+            )
+        self.pending.clear()
 
 
 class Ledger:
     """Requests by status class, and what the current policy (``policy``
     with its ``routes``) rejects, tallied per cause and directory prefix.
-    Fed by the auditor, one call per distinct (target, status) of a chunk;
-    nothing for accepted targets but a count."""
+    Fed by the auditor, one call per chunk of the log with a row per
+    distinct (target, status); nothing for accepted targets but a count."""
 
     def __init__(
         self,
@@ -339,7 +483,10 @@ class Ledger:
         self.overflow = Tally()
         self._keep_targets = keep_targets
         self._max_prefixes = max_prefixes
-        self._known: dict[bytes, _Known] = {}
+        # Requests per rejected target answered 2xx/3xx and 4xx/5xx so far
+        # (bounded): what makes "answered 4xx/5xx on the very target" known.
+        self._served: dict[bytes, int] = {}
+        self._failed: dict[bytes, int] = {}
         # Each logged client's network and key (bounded): a client sends many.
         self._who: dict[bytes, tuple[bytes, bytes]] = {}
         # Analyses per shape and policy (see audit.shape_of), bounded; and
@@ -375,80 +522,214 @@ class Ledger:
         sent by ``clients`` between ``first`` and ``last``; ``shape``: the
         target's shape when the caller made it (see ``audit.shape_of``).
         (Count them with :meth:`count_statuses` too.)"""
-        kind = status_class(status)
-        if kind == "other":
-            self.other[rule if isinstance(rule, str) else rule.rule] += count  # neither way
-            return
-        known = self._known.get(target)
-        if known is None:
-            if len(self._known) >= self._keep_targets:
-                self._known.clear()
-            known = self._known[target] = self._learn(target, shape)
-        who = self._who
-        pairs = []
-        for client in clients:
-            pair = who.get(client)
-            if pair is None:
-                if len(who) >= MAX_CLIENTS:
-                    who.clear()
-                key = client_key(client)
-                pair = who[client] = (network_key(key), key)
-            pairs.append(pair)
-        if len(pairs) > 1:
-            pairs = sorted(set(pairs))
-            self._note(pairs, known.families)
-        elif pairs:
-            key = pairs[0][1]
-            bits = self.families.get(key)
-            if bits is None or bits | known.families != bits:
-                self._note(pairs, known.families)
-        analysis = known.analysis
-        if analysis.stop is not None:
-            if kind == "served":
-                stopped = self.stopped.get(analysis.stop)
-                if stopped is None:
-                    stopped = self.stopped[analysis.stop] = Tally()
-                stopped.add_served(target, count, pairs, first, last)
-            else:
-                self.failed_stopped[analysis.stop[0]] += count
-            return
-        tally = self._tally(known)
-        if kind == "served":
-            tally.add_served(target, count, pairs, first, last, redirect=is_redirect(status))
-            if known.failed:
-                # A target answered 4xx/5xx too: its requests are no evidence.
-                tally.contested += count
-                if not known.served:
-                    tally.against += known.failed
-            known.served += count
-        else:
-            tally.failed += count
-            if known.served:
-                tally.against += count
-                if not known.failed:
-                    tally.contested += known.served
-            known.failed += count
+        code = rule if isinstance(rule, str) else rule.rule
+        self.observe_rows(
+            [target], [status], [count], [code], [tuple(clients)], [first], [last], [shape]
+        )
 
-    def _note(self, pairs: Iterable[tuple[bytes, bytes]], bits: int) -> None:
-        """Add the families ``bits`` to each client's (bounded)."""
+    def observe_rows(
+        self,
+        targets: Sequence[bytes],
+        statuses: Sequence[int | None],
+        counts: Sequence[int],
+        rules: Sequence[str],
+        clients: Sequence[Sequence[bytes]],
+        firsts: Sequence[float | None],
+        lasts: Sequence[float | None],
+        shapes: Sequence[Shape | None],
+    ) -> None:
+        """:meth:`observe` for the rows of a chunk of the log, one distinct
+        (target, status) a row, in the order they came. Each shape is read
+        once (:mod:`.read`); the rows are counted per (cause, directory) in
+        one pass, and each such group is taken to its tally in the order it
+        first came: which tallies exist, and when those of a cause merge,
+        depend on that order."""
+        kinds = list(map(_class_of, statuses))
+        if "other" in kinds:
+            for kind, rule, count in zip(kinds, rules, counts, strict=True):
+                if kind == "other":
+                    self.other[rule] += count  # neither way
+            keep = list(map(operator.ne, kinds, repeat("other")))
+            targets, statuses, counts, kinds = _kept(keep, targets, statuses, counts, kinds)
+            clients, firsts, lasts, shapes = _kept(keep, clients, firsts, lasts, shapes)
+            if not targets:
+                return
+        analyses, prefixes = self._read(targets, shapes)
+        pairs = self._pairs(clients)
+        self._note(pairs, analyses)
+        contested, against = self._contest(targets, kinds, counts)
+        batch = _Batch(targets, statuses, counts, pairs, firsts, lasts)
+        stops = _Batch(targets, statuses, counts, pairs, firsts, lasts)
+        by_cause = self._by_cause(analyses, kinds, counts, stops)
+        served = list(map(operator.eq, kinds, repeat("served")))
+        for cause, rows in by_cause.items():
+            for tally, group in self._route(cause, rows, prefixes, analyses, batch):
+                mine = list(map(served.__getitem__, group))
+                if False not in mine:
+                    batch.wait(tally, group)
+                else:
+                    batch.wait(tally, list(compress(group, mine)))
+                    failed = compress(map(counts.__getitem__, group), map(operator.not_, mine))
+                    tally.failed += sum(failed)
+                if contested:
+                    tally.contested += sum(map(contested.get, group, repeat(0)))
+                    tally.against += sum(map(against.get, group, repeat(0)))
+        batch.flush()
+        stops.flush(redirects=False)
+
+    def _by_cause(
+        self,
+        analyses: Sequence[Analysis],
+        kinds: Sequence[StatusClass],
+        counts: Sequence[int],
+        stops: _Batch,
+    ) -> dict[Cause, list[int]]:
+        """The rows of each cause, causes in the order they came; the rows a
+        rule never loosened stops, to its tally (served) or its count."""
+        if list(map(_STOP, analyses)).count(None) == len(analyses):
+            causes = dict.fromkeys(map(_CAUSE, analyses))
+            if len(causes) == 1:  # one cause, nothing stopped: the common chunk
+                return {cause: list(range(len(analyses))) for cause in causes}
+        by_cause: dict[Cause, list[int]] = {}
+        for i, analysis in enumerate(analyses):
+            if analysis.stop is not None:
+                if kinds[i] == "served":
+                    stopped = self.stopped.get(analysis.stop)
+                    if stopped is None:
+                        stopped = self.stopped[analysis.stop] = Tally()
+                    stops.wait(stopped, [i])
+                else:
+                    self.failed_stopped[analysis.stop[0]] += counts[i]
+                continue
+            rows = by_cause.get(analysis.cause)
+            if rows is None:
+                by_cause[analysis.cause] = [i]
+            else:
+                rows.append(i)
+        return by_cause
+
+    def _pairs(self, clients: Sequence[Sequence[bytes]]) -> list[tuple[tuple[bytes, bytes], ...]]:
+        """Each row's clients as (network, client key) pairs, sorted."""
+        who = self._who
+        if all(map(operator.eq, map(len, clients), repeat(1))):
+            found = list(map(who.get, map(operator.itemgetter(0), clients)))
+            if None not in found:
+                return list(zip(found))  # type: ignore[arg-type]  # (no None)
+        return [
+            tuple(sorted({who.get(client) or self._meet(client) for client in row}))
+            for row in clients
+        ]
+
+    def _meet(self, client: bytes) -> tuple[bytes, bytes]:
+        who = self._who
+        if len(who) >= MAX_CLIENTS:
+            who.clear()
+        key = client_key(client)
+        pair = who[client] = (network_key(key), key)
+        return pair
+
+    def _note(
+        self, pairs: Sequence[tuple[tuple[bytes, bytes], ...]], analyses: Sequence[Analysis]
+    ) -> None:
+        """Add the families of each row's rules to its clients' (bounded)."""
         families = self.families
-        for _, key in pairs:
-            before = families.get(key)
-            if before is None:
-                if len(families) < MAX_CLIENTS:
-                    families[key] = bits
-            elif before | bits != before:
-                families[key] = before | bits
+        bits_of = operator.attrgetter("families")
+        for row, bits in dict.fromkeys(zip(pairs, map(bits_of, analyses), strict=True)):
+            for _, key in row:
+                before = families.get(key)
+                if before is None:
+                    if len(families) < MAX_CLIENTS:
+                        families[key] = bits
+                elif before | bits != before:
+                    families[key] = before | bits
+
+    def _contest(
+        self, targets: Sequence[bytes], kinds: Sequence[StatusClass], counts: Sequence[int]
+    ) -> tuple[dict[int, int], dict[int, int]]:
+        """The requests of each row that are ``contested`` (served, of a
+        target answered 4xx/5xx too) and ``against`` (failed, of a target
+        served too), by row where not zero; and each target's requests by
+        class, remembered (bounded). Only the rows of a target met before,
+        or twice in these rows, are looked at one by one."""
+        served, failed = self._served, self._failed
+        if len(served) + len(targets) > self._keep_targets:
+            served.clear()
+        if len(failed) + len(targets) > self._keep_targets:
+            failed.clear()
+        met = list(
+            map(operator.or_, map(served.__contains__, targets), map(failed.__contains__, targets))
+        )
+        if len(set(targets)) < len(targets):
+            twice = {target for target, n in Counter(targets).items() if n > 1}
+            met = list(map(operator.or_, met, map(twice.__contains__, targets)))
+        if False in met:
+            fresh = list(map(operator.not_, met))
+            is_served = list(map(operator.eq, kinds, repeat("served")))
+            pick = list(map(operator.and_, fresh, is_served))
+            served.update(zip(compress(targets, pick), compress(counts, pick), strict=False))
+            pick = list(map(operator.and_, fresh, map(operator.not_, is_served)))
+            failed.update(zip(compress(targets, pick), compress(counts, pick), strict=False))
+        contested: dict[int, int] = {}
+        against: dict[int, int] = {}
+        for i in compress(range(len(targets)), met):
+            target, count = targets[i], counts[i]
+            before_served, before_failed = served.get(target, 0), failed.get(target, 0)
+            if kinds[i] == "served":
+                if before_failed:
+                    # A target answered 4xx/5xx too: its requests are no evidence.
+                    contested[i] = count
+                    if not before_served:
+                        against[i] = before_failed
+                served[target] = before_served + count
+            else:
+                if before_served:
+                    against[i] = count
+                    if not before_failed:
+                        contested[i] = before_served
+                failed[target] = before_failed + count
+        return contested, against
 
     # -- the analysis of one target, once per shape -----------------------------------
 
-    def _learn(self, target: bytes, shape: Shape | None) -> _Known:
-        policy = self.table.select(target) if self.routes else self.policy
-        path = target.partition(b"?")[0] if target[:1] == b"/" else path_of(target)
+    def _read(
+        self, targets: Sequence[bytes], shapes: Sequence[Shape | None]
+    ) -> tuple[list[Analysis], list[bytes]]:
+        """Each target's analysis (once per shape) and prefix."""
+        joined = b"\n".join(targets)
+        if joined.count(b"\n") == len(targets) - 1:
+            prefixes = _PREFIXES.findall(joined)  # one per line: b"" if not origin-form
+        else:
+            prefixes = [b""] * len(targets)
+        if b"" in prefixes:
+            for i in compress(range(len(prefixes)), map(operator.not_, prefixes)):
+                prefixes[i] = prefix_of(path_of(targets[i]))
+        policy = self.policy
+        if not self.routes and self._folding(policy):
+            if None in shapes:
+                shapes = [
+                    shape_of(t) if s is None else s for t, s in zip(targets, shapes, strict=True)
+                ]
+            keys = zip(repeat(id(policy)), cast(Sequence[Shape], shapes))
+            known: list[Analysis | None] = list(map(self._shapes.get, keys))
+        else:
+            known = [None] * len(targets)
+        if None in known:
+            for i in compress(range(len(known)), map(operator.is_, known, repeat(None))):
+                known[i] = self._analyse(targets[i], path_of(targets[i]), shapes[i])
+        analyses = cast(list[Analysis], known)
+        for i in compress(range(len(analyses)), map(_TWICE, analyses)):
+            self._block(path_of(targets[i]))
+        return analyses, prefixes
+
+    def _folding(self, policy: Policy) -> bool:
         folding = self._folds.get(id(policy))
         if folding is None:
             folding = self._folds[id(policy)] = folds(policy)
-        if not folding:
+        return folding
+
+    def _analyse(self, target: bytes, path: bytes, shape: Shape | None) -> Analysis:
+        policy = self.table.select(target) if self.routes else self.policy
+        if not self._folding(policy):
             shape = None
         elif shape is None:
             shape = shape_of(target)
@@ -459,25 +740,51 @@ class Ledger:
                 if len(self._shapes) >= self._keep_targets:
                     self._shapes.clear()
                 self._shapes[id(policy), shape] = analysis
-        if analysis.twice:
-            self._block(path)
-        if path.rfind(b"/") == 0 and len(path) > 1 and _BAD_PREFIX_BYTE.search(path) is None:
-            # Directly under '/', the narrowest prefix is the path itself: '/'
-            # alone would be a site-wide change.
-            return _Known(path, analysis)
-        return _Known(_directory_of(path), analysis)
+        return analysis
 
     def _block(self, path: bytes) -> None:
+        decoded = unquote_to_bytes(path)
+        if decoded in self.blockers:
+            return
         if len(self.blockers) < MAX_BLOCKERS:
-            self.blockers.add(percent_decode(path))
+            self.blockers.add(decoded)
         else:
             self.blockers_overflow = True
 
     # -- tallies, bounded -----------------------------------------------------------
 
-    def _tally(self, known: _Known) -> Tally:
-        analysis = known.analysis
-        cause = analysis.cause
+    def _route(
+        self,
+        cause: Cause,
+        rows: list[int],
+        prefixes: Sequence[bytes],
+        analyses: Sequence[Analysis],
+        batch: _Batch,
+    ) -> Iterator[tuple[Tally, list[int]]]:
+        """The tally of each group of ``rows`` (of one cause) that share a
+        prefix cut to the cause's depth, groups in the order they came."""
+        depth = self.depth.get(cause)
+        picked = list(map(prefixes.__getitem__, rows))
+        if depth is not None:
+            picked = list(map(re.Match.group, map(_cutter(depth), picked)))
+        distinct = dict.fromkeys(picked)
+        if len(distinct) == 1:
+            groups = {picked[0]: rows}
+        else:
+            groups = {prefix: [] for prefix in distinct}
+            for prefix, i in zip(picked, rows, strict=True):
+                groups[prefix].append(i)
+        for prefix, group in groups.items():
+            tally = self._tally(cause, prefix, analyses[group[0]], batch)
+            for analysis in dict.fromkeys(map(analyses.__getitem__, group)):
+                for atom, need in analysis.needs.items():  # the limits only
+                    if need > tally.needs.get(atom, 0):
+                        tally.needs[atom] = need
+            yield tally, group
+
+    def _tally(self, cause: Cause, prefix: bytes, analysis: Analysis, batch: _Batch) -> Tally:
+        """The tally of ``prefix`` (cut to the depth of its cause's
+        tallies) for ``cause``; the overflow tally past the bounds."""
         groups = self.groups.get(cause)
         if groups is None:
             if len(self.groups) >= MAX_CAUSES:
@@ -485,24 +792,21 @@ class Ledger:
                 return self.overflow
             groups = self.groups[cause] = {}
         depth = self.depth.get(cause)
-        if depth != known.depth:
-            known.cut, known.depth = cut(known.prefix, depth), depth
-        tally = groups.get(known.cut)
+        if depth is not None:
+            prefix = cut(prefix, depth)
+        tally = groups.get(prefix)
         if tally is None:
             if len(groups) >= self._max_prefixes and (depth is None or depth > 2):
+                batch.flush()  # the rows so far to their tallies, before these merge
                 groups = self._coarsen(cause)
-                depth = self.depth[cause]
-                known.cut, known.depth = cut(known.prefix, depth), depth
-                tally = groups.get(known.cut)
+                prefix = cut(prefix, self.depth[cause])
+                tally = groups.get(prefix)
             if tally is None:
                 if len(groups) >= MAX_FIRST_SEGMENTS:
                     self.overflow.rules |= analysis.rules
                     return self.overflow
-                tally = groups[known.cut] = Tally()
+                tally = groups[prefix] = Tally()
                 tally.rules |= analysis.rules  # one cause, one set of rules
-        for atom, need in analysis.needs.items():  # the limits only
-            if need > tally.needs.get(atom, 0):
-                tally.needs[atom] = need
         return tally
 
     def _coarsen(self, cause: Cause) -> dict[bytes, Tally]:
@@ -525,6 +829,33 @@ class Ledger:
         self.groups[cause] = groups
         self.depth[cause] = depth
         return groups
+
+
+@functools.cache
+def _class_of(status: int | None) -> StatusClass:
+    return status_class(status)
+
+
+@functools.cache
+def _redirect(status: int | None) -> bool:
+    return is_redirect(status)
+
+
+@functools.cache
+def _cutter(depth: int) -> Callable[[bytes], re.Match[bytes]]:
+    """The match of :func:`cut` to ``depth`` (it always matches): the
+    prefix up to its ``depth``-th '/', or all of it when it has fewer."""
+    match = re.compile(rb"(?:[^/]*/){%d}|.*" % depth, re.DOTALL).match
+    return cast(Callable[[bytes], re.Match[bytes]], match)
+
+
+_TWICE: Final = operator.attrgetter("twice")
+_CAUSE: Final = operator.attrgetter("cause")
+_STOP: Final = operator.attrgetter("stop")
+
+
+def _kept(keep: list[bool], *columns: Sequence[object]) -> list[list[Any]]:
+    return [list(compress(column, keep)) for column in columns]
 
 
 def _depth(prefix: bytes) -> int:
@@ -555,6 +886,25 @@ def directory(paths: Sequence[bytes]) -> bytes:
             break
         size += 1
     return _directory_of(first[:size])
+
+
+# prefix_of in one match, of a path or of the target it starts: a path of
+# one clean segment is its own prefix, else its segments up to the last
+# '/' that are clean and not empty.
+_CLEAN: Final = rb"[^\x00-\x20\x7f-\xff/?#]"
+_PREFIX: Final = re.compile(b"/(?:" + _CLEAN + rb"++(?=\?|\Z)|(?:" + _CLEAN + b"++/)*+)")
+#: The same, of each line of many targets at once.
+_PREFIXES: Final = re.compile(
+    b"^(?:/" + _CLEAN + rb"++(?=\?|$)|/(?:" + _CLEAN + rb"++/)*+)?", re.MULTILINE
+)
+
+
+def prefix_of(path: bytes) -> bytes:
+    """The narrowest prefix a target of ``path`` is tallied under: its
+    directory (see :func:`directory`), or, directly under '/', the path
+    itself ('/' alone would be a site-wide change)."""
+    found = _PREFIX.match(path)
+    return b"/" if found is None else found[0]
 
 
 def _directory_of(path: bytes) -> bytes:
