@@ -44,7 +44,7 @@ from __future__ import annotations
 from .evidence import COUNTED, SITE_FACTOR, Thresholds, client_key, network_key, status_class
 from .never import LIMIT_BOUNDS, PROTECTED_RULES
 from .plan import suggest
-from .result import Change, Evidence, Lines, Refused, Stopped, Suggestion
+from .result import Change, Evidence, Refused, Stopped, Suggestion
 from .tally import MAX_CAUSES, MAX_FIRST_SEGMENTS, MAX_PREFIXES, Ledger
 from .write import toml_string
 
@@ -59,7 +59,6 @@ __all__ = [
     "Change",
     "Evidence",
     "Ledger",
-    "Lines",
     "Refused",
     "Stopped",
     "Suggestion",
