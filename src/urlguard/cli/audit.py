@@ -256,9 +256,12 @@ _FOLD: Final = bytes(
 )  # fmt: skip
 _ALNUM: Final = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # The (up to) four bytes after each '%', overlapping where escapes are near.
-# Their lengths follow from where the folded target has its '%' (folding
-# keeps a '%'), so joined they still say which byte is which.
-_AFTER_PERCENT: Final = re.compile(rb"%(?=(.{0,4}))", re.DOTALL)
+# The shape's second half is the target less every byte more than four
+# past a '%' (the '%' kept): which bytes those are follows from where the
+# folded target has its '%' (folding keeps a '%'), so the two halves say
+# which byte is which. One substitution over many targets, one per line: a
+# byte is dropped when none of the four before it on its line is a '%'.
+_FAR_FROM_PERCENT: Final = re.compile(rb"(?<!%)(?<!%.)(?<!%..)(?<!%...)[^%\n]+")
 
 #: A target's shape: the target folded, and the bytes after its '%' kept.
 Shape = tuple[bytes, bytes]
@@ -266,31 +269,26 @@ Shape = tuple[bytes, bytes]
 
 def shape_of(target: bytes) -> Shape | None:
     """The shape of an origin-form target (``None`` for any other form:
-    the scheme and host of absolute-form are not folded).
+    the scheme and host of absolute-form are not folded; and for a target
+    with a line break, which no logged target holds).
 
     >>> shape_of(b"/products/1234/kg%2Fs?page=2")
-    (b'/xxxaxaxx/0000/xx%0ax?xaxa=0', b'2Fs?')
+    (b'/xxxaxaxx/0000/xx%0ax?xaxa=0', b'%2Fs?')
     """
-    if target[:1] != b"/":
+    if target[:1] != b"/" or b"\n" in target:
         return None
-    kept = b"".join(_AFTER_PERCENT.findall(target)) if b"%" in target else b""
-    return target.translate(_FOLD), kept
+    return target.translate(_FOLD), _FAR_FROM_PERCENT.sub(b"", target)
 
 
 def shapes_of(targets: list[bytes]) -> list[Shape]:
-    """:func:`shape_of` of many targets at once, in C, for targets without a
-    line break. A target not in origin-form gets a shape too; no target in
-    origin-form has it (folding keeps the first byte's '/' or its absence)."""
-    folded = b"\n".join(targets).translate(_FOLD).split(b"\n")
-    escaped = list(map(bytes.__contains__, targets, repeat(b"%")))
-    if True not in escaped:
-        return list(zip(folded, repeat(b"")))
-    if False not in escaped:
-        return list(zip(folded, map(b"".join, map(_AFTER_PERCENT.findall, targets)), strict=True))
-    kept = iter(list(map(b"".join, map(_AFTER_PERCENT.findall, compress(targets, escaped)))))
-    return [
-        (fold, next(kept) if escape else b"") for fold, escape in zip(folded, escaped, strict=True)
-    ]
+    """:func:`shape_of` of many targets at once, in C. A target not in
+    origin-form gets a shape too; no target in origin-form has it (folding
+    keeps the first byte's '/' or its absence)."""
+    joined = b"\n".join(targets)
+    if joined.count(b"\n") != len(targets) - 1:  # a line break in a target
+        return [shape_of(target) or (b"\n", b"") for target in targets]
+    folded = joined.translate(_FOLD).split(b"\n")
+    return list(zip(folded, _FAR_FROM_PERCENT.sub(b"", joined).split(b"\n"), strict=True))
 
 
 def folds(policy: Policy) -> bool:
@@ -750,10 +748,14 @@ class Auditor:
         # Each field's key as _request_key makes it: the method before the
         # first space, the target's shape, the version after the last. A
         # field that has no key gets one that no key made there can match:
-        # its target does not start with '/', or holds a '\\' (which
-        # _request_key refuses).
-        methods, _, rests = zip(*map(bytes.partition, misses, repeat(b" ")), strict=True)
-        targets, _, versions = zip(*map(bytes.rpartition, rests, repeat(b" ")), strict=True)
+        # its target is empty, does not start with '/', or holds a '\\'
+        # (which _request_key refuses).
+        joined = b"\n".join(misses)
+        if joined.count(b"\n") == len(misses) - 1:
+            methods, targets, versions = zip(*_FIELD_PARTS.findall(joined), strict=True)
+        else:  # a line break in a field: not a log's
+            methods, _, rests = zip(*map(bytes.partition, misses, repeat(b" ")), strict=True)
+            targets, _, versions = zip(*map(bytes.rpartition, rests, repeat(b" ")), strict=True)
         shapes = shapes_of(list(targets))
         known = list(map(self._requests.get, zip(methods, shapes, versions, strict=True)))
         passed = list(compress(misses, map(operator.eq, known, repeat(OK))))
@@ -1031,6 +1033,11 @@ class Auditor:
         shape = shape_of(target)
         return None if shape is None else (id(policy), shape)
 
+
+# Each line's method (before the first space), target and version (after
+# the last), as bytes.partition and rpartition split a field; all empty for
+# a line without two spaces (no key made from that can match a stored one).
+_FIELD_PARTS: Final = re.compile(rb"^(?:([^ \n]*) (.*) ([^ \n]*)|.*)$", re.MULTILINE)
 
 # The status of a ``field" NNN`` key, and its field.
 _STATUS_OF: Final = operator.itemgetter(slice(-3, None))

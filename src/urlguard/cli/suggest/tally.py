@@ -11,7 +11,7 @@ import heapq
 import operator
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import compress, repeat
 from typing import Any, Final, cast
 from urllib.parse import unquote_to_bytes
@@ -383,6 +383,10 @@ def merged(tallies: Iterable[Tally]) -> Tally:
     return result
 
 
+# Rows added one by one rather than in bulk (which costs more to set up).
+_FEW_ROWS: Final = 4
+
+
 class _Batch:
     """The served rows of a chunk, each waiting for its tally: added to them
     in bulk, before the tallies of a cause are merged and at the end."""
@@ -421,16 +425,16 @@ class _Batch:
         """Add the waiting rows to their tallies; ``redirects``: whether a
         3xx other than 304 is told apart."""
         for tally, rows in self.pending.items():
-            if len(rows) == 1:
-                [i] = rows
-                tally.add_served(
-                    self.targets[i],
-                    self.counts[i],
-                    self.pairs[i],
-                    self.firsts[i],
-                    self.lasts[i],
-                    redirect=redirects and _redirect(self.statuses[i]),
-                )
+            if len(rows) <= _FEW_ROWS:
+                for i in rows:
+                    tally.add_served(
+                        self.targets[i],
+                        self.counts[i],
+                        self.pairs[i],
+                        self.firsts[i],
+                        self.lasts[i],
+                        redirect=redirects and _redirect(self.statuses[i]),
+                    )
                 continue
             pick = operator.itemgetter(*rows)
             tally.add_rows(
@@ -563,7 +567,7 @@ class Ledger:
         by_cause = self._by_cause(analyses, kinds, counts, stops)
         served = list(map(operator.eq, kinds, repeat("served")))
         for cause, rows in by_cause.items():
-            for tally, group in self._route(cause, rows, prefixes, analyses, batch):
+            for tally, group in self._route(cause, rows, prefixes, analyses, batch).items():
                 mine = list(map(served.__getitem__, group))
                 if False not in mine:
                     batch.wait(tally, group)
@@ -760,31 +764,51 @@ class Ledger:
         prefixes: Sequence[bytes],
         analyses: Sequence[Analysis],
         batch: _Batch,
-    ) -> Iterator[tuple[Tally, list[int]]]:
-        """The tally of each group of ``rows`` (of one cause) that share a
-        prefix cut to the cause's depth, groups in the order they came."""
-        depth = self.depth.get(cause)
-        picked = list(map(prefixes.__getitem__, rows))
-        if depth is not None:
-            picked = list(map(re.Match.group, map(_cutter(depth), picked)))
-        distinct = dict.fromkeys(picked)
-        if len(distinct) == 1:
-            groups = {picked[0]: rows}
+    ) -> dict[Tally, list[int]]:
+        """The rows of one cause by tally: their prefixes cut to the cause's
+        depth, each distinct prefix taken to its tally in the order it first
+        came (again from the start when that merges the cause's tallies)."""
+        analysis = analyses[rows[0]]  # one cause, one set of rules
+        merged = True
+        while merged:
+            depth = self.depth.get(cause)
+            picked = list(map(prefixes.__getitem__, rows))
+            if depth is not None:
+                picked = list(map(re.Match.group, map(_cutter(depth), picked)))
+            distinct = list(dict.fromkeys(picked))
+            found: list[Tally | None] = list(map(self.groups.get(cause, {}).get, distinct))
+            merged = False
+            for i in compress(range(len(found)), map(operator.is_, found, repeat(None))):
+                found[i] = self._tally(cause, distinct[i], analysis, batch)
+                if self.depth.get(cause) != depth:
+                    merged = True  # the cause's tallies merged: cut again
+                    break
+        tallies = cast(list[Tally], found)
+        tally_of = dict(zip(distinct, tallies, strict=True))
+        by_tally: dict[Tally, list[int]]
+        if len(set(map(id, tallies))) == 1:
+            by_tally = {tallies[0]: rows}
         else:
-            groups = {prefix: [] for prefix in distinct}
-            for prefix, i in zip(picked, rows, strict=True):
-                groups[prefix].append(i)
-        for prefix, group in groups.items():
-            tally = self._tally(cause, prefix, analyses[group[0]], batch)
-            for analysis in dict.fromkeys(map(analyses.__getitem__, group)):
-                for atom, need in analysis.needs.items():  # the limits only
+            by_tally = {}
+            for tally, i in zip(map(tally_of.__getitem__, picked), rows, strict=True):
+                mine = by_tally.get(tally)
+                if mine is None:
+                    by_tally[tally] = [i]
+                else:
+                    mine.append(i)
+        limited = [a for a in dict.fromkeys(map(analyses.__getitem__, rows)) if a.needs]
+        for tally, mine in by_tally.items() if limited else ():
+            for each in dict.fromkeys(map(analyses.__getitem__, mine)):
+                for atom, need in each.needs.items():  # the limits only
                     if need > tally.needs.get(atom, 0):
                         tally.needs[atom] = need
-            yield tally, group
+        return by_tally
 
     def _tally(self, cause: Cause, prefix: bytes, analysis: Analysis, batch: _Batch) -> Tally:
-        """The tally of ``prefix`` (cut to the depth of its cause's
-        tallies) for ``cause``; the overflow tally past the bounds."""
+        """The tally of ``prefix``, cut to the depth of its cause's tallies,
+        for ``cause``; the overflow tally past the bounds. Past
+        ``max_prefixes`` tallies, those of the cause merge first (see
+        :meth:`_coarsen`)."""
         groups = self.groups.get(cause)
         if groups is None:
             if len(self.groups) >= MAX_CAUSES:
@@ -792,8 +816,6 @@ class Ledger:
                 return self.overflow
             groups = self.groups[cause] = {}
         depth = self.depth.get(cause)
-        if depth is not None:
-            prefix = cut(prefix, depth)
         tally = groups.get(prefix)
         if tally is None:
             if len(groups) >= self._max_prefixes and (depth is None or depth > 2):
