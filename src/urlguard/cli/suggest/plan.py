@@ -25,10 +25,11 @@ from ..._guard.routes import RouteTable
 from ..._url.policy import Policy
 from ..audit import Report
 from .evidence import SITE_FACTOR, Thresholds
+from .ledger import Ledger
 from .never import LINE_BREAKS, REASONS, never_site_wide
 from .read import DOUBLE, EMPTY, Cause, is_separator, keeps_separator, relaxing
 from .result import Suggestion
-from .tally import Ledger, Tally, directory, merged
+from .tally import Tally, directory, merged
 from .write import result
 
 NOT_ENOUGH = "not enough evidence to admit"

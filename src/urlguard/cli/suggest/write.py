@@ -20,9 +20,10 @@ from ..._url.errors import RULES
 from ..._url.policy import Policy
 from ..audit import Report, display
 from .evidence import COUNTED, SITE_FACTOR, Thresholds
+from .ledger import MAX_CAUSES, MAX_FIRST_SEGMENTS, Ledger
 from .read import CHAR_KEYS, STRICT, judge
 from .result import Change, Evidence, Refused, Stopped, Suggestion, when
-from .tally import EXAMPLE_BYTES, MAX_CAUSES, MAX_FIRST_SEGMENTS, Ledger, Tally
+from .tally import EXAMPLE_BYTES, Tally
 
 if TYPE_CHECKING:
     from .plan import Draft, Grant, Planner, Refusal
