@@ -233,7 +233,7 @@ class Ledger:
                     batch.wait(tally, list(compress(group, mine)))
                     failed = compress(map(counts.__getitem__, group), map(operator.not_, mine))
                     tally.failed += sum(failed)
-                if contested:
+                if contested or against:
                     tally.contested += sum(map(contested.get, group, repeat(0)))
                     tally.against += sum(map(against.get, group, repeat(0)))
         batch.flush()
