@@ -18,7 +18,16 @@ from urlguard import InvalidTarget, Policy, parse_target
 from urlguard._guard.allowed_hosts import AllowedHosts
 from urlguard._url import grammar as g
 from urlguard._url.host import parse_host
-from urlguard.cli.audit import MAX_LINE, Auditor, Format, client_of, folds, log_time, shape_of
+from urlguard.cli.audit import (
+    MAX_LINE,
+    Auditor,
+    Format,
+    client_of,
+    folds,
+    log_time,
+    shape_of,
+    shapes_of,
+)
 
 P = pytest.param
 
@@ -84,6 +93,7 @@ def test_targets_of_one_shape_get_one_verdict(pieces: list[str], rng: random.Ran
     target = ("/" + "".join(pieces)).encode("utf-8")
     other = same_shape(target, rng)
     assert shape_of(other) == shape_of(target)
+    assert shapes_of([target, other]) == [shape_of(target), shape_of(other)]
     for param in POLICIES:
         [policy] = param.values
         assert isinstance(policy, Policy)
@@ -93,16 +103,29 @@ def test_targets_of_one_shape_get_one_verdict(pieces: list[str], rng: random.Ran
 @pytest.mark.parametrize(
     ("target", "shape"),
     [
-        P(b"/products/1234/kg%2Fs", b"/xxxaxaxx/0000/xx%2Fs", id="letters and digits folded"),
-        P(b"/a%2541b9", b"/a%2541a0", id="the escape and the escape it makes kept"),
-        P(b"/x%252e%252e%252fetc", b"/x%252e%252e%252faxa", id="each escape kept"),
-        P(b"/caf\xc3\xa9", b"/aaa\xc3\xa9", id="bytes past ASCII kept"),
+        P(
+            b"/products/1234/kg%2Fs",
+            (b"/xxxaxaxx/0000/xx%0ax", b"%2Fs"),
+            id="letters and digits folded, beside the '%' and the four bytes after each",
+        ),
+        P(b"/a%2541b9", (b"/a%0000a0", b"%2541"), id="the escape and the escape it makes kept"),
+        P(
+            b"/x%252e%252e%252fetc",
+            (b"/x%000a%000a%000aaxa", b"%252e%252e%252f"),
+            id="each escape kept",
+        ),
+        P(b"/%%41", (b"/%%00", b"%%41"), id="escapes four bytes apart or less overlap"),
+        P(b"/caf\xc3\xa9", (b"/aaa\xc3\xa9", b""), id="bytes past ASCII kept"),
+        P(b"/a%2\nb", None, id="a line break: no shape"),
         P(b"http://host/a%2Fb", None, id="absolute-form: no shape"),
         P(b"*", None, id="asterisk-form: no shape"),
     ],
 )
-def test_shape_of(target: bytes, shape: bytes | None) -> None:
+def test_shape_of(target: bytes, shape: tuple[bytes, bytes] | None) -> None:
     assert shape_of(target) == shape
+    # In bulk, every target has a shape, the same where it has one at all.
+    [bulk] = shapes_of([target])
+    assert bulk == shape or (shape is None and bulk[0][:1] != b"/")
 
 
 @pytest.mark.parametrize(

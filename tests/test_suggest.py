@@ -699,6 +699,25 @@ def test_a_failure_on_the_very_target_is_evidence_against() -> None:
     assert flipped.refused[0].evidence.contested == 30  # the order does not matter
 
 
+@pytest.mark.parametrize(
+    ("sent", "contested", "against"),
+    [
+        pytest.param([(200, 30), (403, 1)], 30, 1, id="served, then a failure"),
+        pytest.param([(200, 30), (403, 1), (500, 2)], 30, 3, id="served, then two failures"),
+        pytest.param([(403, 1), (500, 2), (200, 30)], 30, 3, id="two failures, then served"),
+        pytest.param([(403, 1), (200, 30), (200, 5)], 35, 1, id="a failure, then served twice"),
+    ],
+)
+def test_every_failure_on_a_served_target_counts_against(
+    sent: list[tuple[int, int]], contested: int, against: int
+) -> None:
+    """Each request comes in a call of its own (a chunk of its own): what
+    the ledger remembers of the target decides, whatever came first."""
+    result = suggested([Sent(b"/a/x%2Fy", status, count, 1, 0) for status, count in sent])
+    [refusal] = result.refused
+    assert (refusal.evidence.contested, refusal.evidence.against) == (contested, against)
+
+
 # --- a policy a person can read, in bounded memory ---------------------------------------------
 
 

@@ -39,9 +39,9 @@ import re
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import compress, repeat
-from typing import IO, Final, Literal, Protocol, TypeVar
+from typing import IO, Final, Literal, Protocol, TypeVar, cast
 
 from .._guard.allowed_hosts import AllowedHosts, HostCheck
 from .._guard.routes import RouteTable, is_server_wide_options
@@ -240,12 +240,13 @@ _LOOKS_LIKE_TARGET: Final = re.compile(rb"/|[Hh][Tt][Tt][Pp][Ss]?://")
 # ASCII letter alike (a drive letter is any letter) and every digit alike, so
 # two origin-form targets of one shape get one verdict, provided the policy
 # allows every letter and digit (allowed_ranges may narrow that). The shape
-# folds digits to '0', the hex letters to 'a' and the other letters to 'x'
-# (hex stays hex: "%2541" stays an escape after one decoding), and keeps
-# exactly the four bytes after every '%': the escape, and the escape it
-# makes after one decoding (%25HH), so that what a first and a second
-# decoding give (a separator, a control, a dot) is that of the target.
-# Lengths and every other byte are kept (too-long, too-many, raw bytes).
+# is the target folded (digits to '0', the hex letters to 'a', the other
+# letters to 'x'; hex stays hex: "%2541" stays an escape after one decoding)
+# beside the four bytes after every '%' as they are: the escape, and the
+# escape it makes after one decoding (%25HH), so that what a first and a
+# second decoding give (a separator, a control, a dot) is that of the
+# target. Lengths and every other byte are kept (too-long, too-many, raw
+# bytes). Both halves are made in C, for a whole chunk at once.
 _FOLD: Final = bytes(
     ord("0") if chr(b).isdigit() and b < 0x80
     else ord("a") if chr(b) in "abcdefABCDEF"
@@ -254,28 +255,40 @@ _FOLD: Final = bytes(
     for b in range(256)
 )  # fmt: skip
 _ALNUM: Final = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# The (up to) four bytes after each '%', overlapping where escapes are near.
+# The shape's second half is the target less every byte more than four
+# past a '%' (the '%' kept): which bytes those are follows from where the
+# folded target has its '%' (folding keeps a '%'), so the two halves say
+# which byte is which. One substitution over many targets, one per line: a
+# byte is dropped when none of the four before it on its line is a '%'.
+_FAR_FROM_PERCENT: Final = re.compile(rb"(?<!%)(?<!%.)(?<!%..)(?<!%...)[^%\n]+")
+
+#: A target's shape: the target folded, and the bytes after its '%' kept.
+Shape = tuple[bytes, bytes]
 
 
-def shape_of(target: bytes) -> bytes | None:
+def shape_of(target: bytes) -> Shape | None:
     """The shape of an origin-form target (``None`` for any other form:
-    the scheme and host of absolute-form are not folded).
+    the scheme and host of absolute-form are not folded; and for a target
+    with a line break, which no logged target holds).
 
     >>> shape_of(b"/products/1234/kg%2Fs?page=2")
-    b'/xxxaxaxx/0000/xx%2Fs?xaxa=0'
+    (b'/xxxaxaxx/0000/xx%0ax?xaxa=0', b'%2Fs?')
     """
-    if target[:1] != b"/":
+    if target[:1] != b"/" or b"\n" in target:
         return None
-    pieces = target.split(b"%")
-    if len(pieces) == 1:
-        return target.translate(_FOLD)
-    # The four bytes after a '%' are the first four of the piece after it
-    # (a '%' among them starts a piece whose four bytes reach further); a
-    # '%' folds to itself.
-    kept = [
-        piece if len(piece) <= 4 else piece[:4] + piece[4:].translate(_FOLD) for piece in pieces
-    ]
-    kept[0] = pieces[0].translate(_FOLD)
-    return b"%".join(kept)
+    return target.translate(_FOLD), _FAR_FROM_PERCENT.sub(b"", target)
+
+
+def shapes_of(targets: list[bytes]) -> list[Shape]:
+    """:func:`shape_of` of many targets at once, in C. A target not in
+    origin-form gets a shape too; no target in origin-form has it (folding
+    keeps the first byte's '/' or its absence)."""
+    joined = b"\n".join(targets)
+    if joined.count(b"\n") != len(targets) - 1:  # a line break in a target
+        return [shape_of(target) or (b"\n", b"") for target in targets]
+    folded = joined.translate(_FOLD).split(b"\n")
+    return list(zip(folded, _FAR_FROM_PERCENT.sub(b"", joined).split(b"\n"), strict=True))
 
 
 def folds(policy: Policy) -> bool:
@@ -396,26 +409,25 @@ ProgressFactory = Callable[[str], Progress]
 
 class Observer(Protocol):
     """How ``audit --suggest`` learns what the site answered: the statuses
-    of all requests with a target, a chunk at a time, and each distinct
-    (rejected target, status) of a chunk with its count, the rule that
-    rejects it, the clients that sent it and when it was first and last
-    sent (seconds since the epoch; ``None`` when no time was logged), and
-    its shape when the auditor made it (see :func:`shape_of`). ``status``
-    is ``None`` for a list of targets."""
+    of all requests with a target, a chunk at a time, and the rows of a
+    chunk, one per distinct (rejected target, status), in the order they
+    came: its count, the rule that rejects it, the clients that sent it and
+    when it was first and last sent (seconds since the epoch; ``None`` when
+    no time was logged), and its shape when the auditor made it (see
+    :func:`shape_of`). ``status`` is ``None`` for a list of targets."""
 
     def count_statuses(self, counts: Mapping[int | None, int]) -> object: ...
 
-    def observe(
+    def observe_rows(
         self,
-        target: bytes,
-        status: int | None,
-        count: int,
-        rule: str,
-        clients: Collection[bytes] = (),
-        first: float | None = None,
-        last: float | None = None,
-        *,
-        shape: bytes | None = None,
+        targets: Sequence[bytes],
+        statuses: Sequence[int | None],
+        counts: Sequence[int],
+        rules: Sequence[str],
+        clients: Sequence[Sequence[bytes]],
+        firsts: Sequence[float | None],
+        lasts: Sequence[float | None],
+        shapes: Sequence[Shape | None],
     ) -> object: ...
 
 
@@ -455,12 +467,12 @@ class Auditor:
         self.host_stops: Counter[str] = Counter()
         # Verdicts per shape and policy (see shape_of), and whether a policy
         # of the table lets shapes decide (by id: the table keeps them alive).
-        self._shapes: dict[tuple[int, bytes], str] = {}
+        self._shapes: dict[tuple[int, Shape], str] = {}
         # Verdicts per request shape (see _request_shape).
-        self._requests: dict[tuple[bytes, ...], str] = {}
+        self._requests: dict[tuple[bytes, Shape, bytes], str] = {}
         # With an observer: the target of each rejected request field.
-        self._rejected_targets: dict[bytes, tuple[bytes, bytes | None]] = {}
-        self._last_shape: bytes | None = None  # of the target judged last
+        self._rejected_targets: dict[bytes, tuple[bytes, Shape | None]] = {}
+        self._last_shape: Shape | None = None  # of the target judged last
         self._folds: dict[int, bool] = {}
         # Whether a request field's shape decides its verdict: one policy
         # (per-route policies are chosen by the path itself) that allows
@@ -734,32 +746,76 @@ class Auditor:
             ]
         misses = list(compress(fields, map(operator.not_, verdicts)))
         # Each field's key as _request_key makes it: the method before the
-        # first space, the target's shape, the version after the last; in C
-        # but for targets with an escape. A field that has no key gets one
-        # that no key made there can match: its target is empty, or does not
-        # start with '/', or holds a '\\' (which _request_key refuses).
-        methods, _, rests = zip(*map(bytes.partition, misses, repeat(b" ")), strict=True)
-        targets, _, versions = zip(*map(bytes.rpartition, rests, repeat(b" ")), strict=True)
-        shapes = b"\n".join(targets).translate(_FOLD).split(b"\n")
-        for i in compress(range(len(targets)), map(bytes.__contains__, targets, repeat(b"%"))):
-            shapes[i] = shape_of(targets[i]) or b""
+        # first space, the target's shape, the version after the last. A
+        # field that has no key gets one that no key made there can match:
+        # its target is empty, does not start with '/', or holds a '\\'
+        # (which _request_key refuses).
+        joined = b"\n".join(misses)
+        if joined.count(b"\n") == len(misses) - 1:
+            methods, targets, versions = zip(*_FIELD_PARTS.findall(joined), strict=True)
+        else:  # a line break in a field: not a log's
+            methods, _, rests = zip(*map(bytes.partition, misses, repeat(b" ")), strict=True)
+            targets, _, versions = zip(*map(bytes.rpartition, rests, repeat(b" ")), strict=True)
+        shapes = shapes_of(list(targets))
         known = list(map(self._requests.get, zip(methods, shapes, versions, strict=True)))
         passed = list(compress(misses, map(operator.eq, known, repeat(OK))))
         if len(cache) + len(passed) > CACHE_SIZE:
             cache.clear()
         cache.update(zip(passed, repeat(OK)))
-        judged = []
-        for field, target, shape, verdict in zip(misses, targets, shapes, known, strict=True):
-            if verdict is None:  # a new shape, or none
-                verdict = cache.get(field) or judge(field)
-            elif verdict != OK:  # as _judge_request does for a known shape
-                self._judged(field, target, shape, verdict)
-                _remember(cache, field, verdict)
-            judged.append(verdict)
-        if len(judged) == len(fields):
-            return judged
-        found = iter(judged)
-        return [verdict or next(found) for verdict in verdicts]
+        if len(passed) < len(misses):
+            self._judge_misses(misses, targets, shapes, known)
+        if len(misses) == len(fields):
+            return known  # type: ignore[return-value]  # (judged: no None left)
+        found = iter(known)
+        return [verdict or next(found) for verdict in verdicts]  # type: ignore[misc]
+
+    def _judge_misses(
+        self,
+        fields: list[bytes],
+        targets: tuple[bytes, ...],
+        shapes: list[Shape],
+        known: list[str | None],
+    ) -> None:
+        """Fill in ``known`` (the verdicts of the shapes of ``fields``, as
+        far as they are known) for the fields :meth:`_judge_fields` could not
+        pass in bulk: a new shape (or none) is judged in order; a field of a
+        known rejected shape is kept for the observer in bulk, and an example
+        of its rule taken while the rule has fewer than :data:`EXAMPLES`."""
+        cache = self._log_cache
+        judge = self._judge_request
+        examples = self._examples
+        # A new shape is judged one by one, which keeps its own target and
+        # example; the fields of known rejected shapes are kept in bulk.
+        rejected = list(
+            map(
+                operator.and_,
+                map(operator.is_not, known, repeat(None)),
+                map(operator.ne, known, repeat(OK)),
+            )
+        )
+        for i in compress(range(len(known)), map(operator.is_, known, repeat(None))):
+            field = fields[i]
+            known[i] = cache.get(field) or judge(field)
+        if True not in rejected:
+            return
+        # Their verdicts are not cached: a log that repeats a rejected field
+        # finds it by its shape again, and a log of distinct targets would
+        # only fill the cache.
+        rules = cast(list[str], list(compress(known, rejected)))
+        if self._observer is not None:
+            chosen = list(compress(fields, rejected))
+            found = zip(compress(targets, rejected), compress(shapes, rejected), strict=False)
+            kept = self._rejected_targets
+            if len(kept) + len(chosen) > CACHE_SIZE:
+                kept.clear()
+            kept.update(zip(chosen, found, strict=False))
+        for rule in dict.fromkeys(rules):
+            if len(examples.get(rule, ())) < EXAMPLES:
+                for target, same in zip(compress(targets, rejected), rules, strict=False):
+                    if same == rule:
+                        self._example(rule, target)
+                        if len(examples[rule]) >= EXAMPLES:
+                            break
 
     def _count_observed(self, found: list[tuple[bytes, bytes, bytes]], observer: Observer) -> None:
         """:meth:`_count` for ``--suggest``: each distinct request field and
@@ -777,67 +833,97 @@ class Auditor:
         # Statuses of the requests with a target: every line's, counted in C,
         # less those of a request without one (rare).
         statuses = Counter(map(_STATUS_OF, keys))
-        rejected: dict[bytes, tuple[bytes, bytes | None, str]] = {}
         if verdicts.count(OK) != len(verdicts):
-            targets = self._rejected_targets
-            for key, field, verdict in compress(
-                zip(distinct, fields, verdicts, strict=True), map(OK.__ne__, verdicts)
-            ):
-                if verdict == UNPARSEABLE:
-                    statuses[key[-3:]] -= counts[key]  # a request without a target
-                    continue
-                known = targets.get(field)
-                if known is not None:
-                    rejected[key] = (known[0], known[1], verdict)
-                else:
-                    target = _target_of(field)  # judged in an earlier chunk
-                    if target is not None:
-                        rejected[key] = (target, None, verdict)
-        if rejected:
-            when: dict[bytes, float | None] = {}
-            observe = observer.observe
-            # A key on one line (most of a log of distinct targets) is found
-            # by a dict built in C; the lines of the others, one by one.
-            last_line = dict(zip(keys, range(len(keys)), strict=True))
-            lines: dict[bytes, list[int]] = {}
-            for key, (target, shape, rule) in rejected.items():
-                if counts[key] == 1:
-                    i = last_line[key]
-                    stamp = times[i]
-                    at = when[stamp] if stamp in when else _time_of(stamp, when)
-                    observe(
-                        target, int(key[-3:]), 1, rule, (client_of(heads[i]),), at, at, shape=shape
-                    )
-                else:
-                    lines[key] = []
-            if lines:
-                for i in compress(range(len(keys)), map(lines.__contains__, keys)):
-                    lines[keys[i]].append(i)
-            for key, found_at in lines.items():
-                target, shape, rule = rejected[key]
-                seen = [t for t in (_time_of(times[i], when) for i in found_at) if t is not None]
-                observer.observe(
-                    target,
-                    int(key[-3:]),
-                    len(found_at),
-                    rule,
-                    {client_of(heads[i]) for i in found_at},
-                    min(seen, default=None),
-                    max(seen, default=None),
-                    shape=shape,
-                )
+            lines = (heads, times, keys)
+            self._observe_rejected(distinct, fields, verdicts, counts, statuses, lines, observer)
         observer.count_statuses({int(status): n for status, n in statuses.items() if n})
+
+    def _observe_rejected(
+        self,
+        distinct: list[bytes],
+        fields: list[bytes],
+        verdicts: list[str],
+        counts: Counter[bytes],
+        statuses: Counter[bytes],
+        found: tuple[Sequence[bytes], Sequence[bytes], Sequence[bytes]],
+        observer: Observer,
+    ) -> None:
+        """Tell the observer the rows of a chunk's rejected keys (``field"
+        NNN``), in the order the keys came: target, shape, rule, clients and
+        times. A key on one line (most of a log of distinct targets) is
+        found by a dict built in C; the lines of the others, one by one.
+        Times and clients are read once per distinct field of the chunk."""
+        mask = list(map(operator.ne, verdicts, repeat(OK)))
+        keys, rules = list(compress(distinct, mask)), list(compress(verdicts, mask))
+        judged = list(compress(fields, mask))
+        if UNPARSEABLE in rules:
+            for key, rule in zip(keys, rules, strict=True):
+                if rule == UNPARSEABLE:
+                    statuses[key[-3:]] -= counts[key]  # a request without a target
+            parsed = list(map(operator.ne, rules, repeat(UNPARSEABLE)))
+            keys, rules = list(compress(keys, parsed)), list(compress(rules, parsed))
+            judged = list(compress(judged, parsed))
+        kept = list(map(self._rejected_targets.get, judged))
+        if None in kept:
+            # Judged in an earlier chunk: the target again, without its shape.
+            for i in compress(range(len(kept)), map(operator.is_, kept, repeat(None))):
+                target = _target_of(_FIELD_OF(keys[i]))
+                kept[i] = None if target is None else (target, None)
+            present = list(map(operator.is_not, kept, repeat(None)))
+            keys, rules = list(compress(keys, present)), list(compress(rules, present))
+            kept = list(compress(kept, present))
+        if not keys:
+            return
+        heads, times, lines = found  # per line: before [time], the time, the key
+        last_line = dict(zip(lines, range(len(lines)), strict=True))
+        rows = list(map(last_line.__getitem__, keys))
+        numbers = list(map(counts.__getitem__, keys))
+        many: dict[bytes, list[int]] = {}
+        if max(numbers) > 1:
+            many = {key: [] for key, n in zip(keys, numbers, strict=True) if n > 1}
+            for i in compress(range(len(lines)), map(many.__contains__, lines)):
+                many[lines[i]].append(i)
+        needed = set(rows).union(*many.values()) if many else rows
+        when = {stamp: log_time(stamp) for stamp in set(map(times.__getitem__, needed))}
+        who = {head: client_of(head) for head in set(map(heads.__getitem__, needed))}
+        firsts = list(map(when.__getitem__, map(times.__getitem__, rows)))
+        lasts = list(firsts)
+        sent: list[tuple[bytes, ...]] = list(
+            zip(map(who.__getitem__, map(heads.__getitem__, rows)))
+        )
+        for n in compress(range(len(keys)), map(many.__contains__, keys)) if many else ():
+            found_at = many[keys[n]]
+            seen = [t for t in (when[times[i]] for i in found_at) if t is not None]
+            firsts[n] = min(seen, default=None)
+            lasts[n] = max(seen, default=None)
+            sent[n] = tuple(dict.fromkeys(who[heads[i]] for i in found_at))
+        targets, shapes = zip(*kept, strict=True)
+        observer.observe_rows(
+            targets,
+            list(map(int, map(_STATUS_OF, keys))),
+            numbers,
+            rules,
+            sent,
+            firsts,
+            lasts,
+            shapes,
+        )
 
     def _observe_lines(self, counts: Counter[bytes], observer: Observer) -> None:
         cached = self._target_cache.get
         targets = 0
+        rows: list[tuple[bytes, int, str]] = []
         for line, count in counts.items():
             verdict = cached(line) or self._judge_line(line)
             if verdict == UNPARSEABLE:
                 continue
             targets += count
             if verdict != OK:
-                observer.observe(line.removesuffix(b"\r"), None, count, verdict)
+                rows.append((line.removesuffix(b"\r"), count, verdict))
+        if rows:
+            lines, numbers, rules = zip(*rows, strict=True)
+            none = [None] * len(rows)
+            observer.observe_rows(lines, none, numbers, rules, [()] * len(rows), none, none, none)
         observer.count_statuses({None: targets})
 
     def _unparseable(self, shown: str) -> None:
@@ -878,7 +964,7 @@ class Auditor:
         return verdict
 
     @staticmethod
-    def _request_key(field: bytes) -> tuple[bytes, bytes, bytes] | None:
+    def _request_key(field: bytes) -> tuple[bytes, Shape, bytes] | None:
         """The key of a request field's verdict among those of its shape
         (when the policy lets shapes decide, see ``_shaping``): its method
         and version as they are and its target's shape (see
@@ -893,10 +979,10 @@ class Auditor:
         if first < 0 or last <= first + 1 or field[first + 1] != _SLASH:
             return None
         target = field[first + 1 : last]
-        shape = target.translate(_FOLD) if b"%" not in target else shape_of(target)
+        shape = shape_of(target)
         return None if shape is None else (field[:first], shape, field[last + 1 :])
 
-    def _judged(self, field: bytes, target: bytes, shape: bytes, verdict: str) -> None:
+    def _judged(self, field: bytes, target: bytes, shape: Shape, verdict: str) -> None:
         """What judging a request does besides its verdict: an example of a
         rule, the target for the observer."""
         if verdict in (OK, UNPARSEABLE):
@@ -905,7 +991,7 @@ class Auditor:
         if self._observer is not None:
             self._found(field, target, shape)
 
-    def _found(self, field: bytes, target: bytes, shape: bytes | None) -> None:
+    def _found(self, field: bytes, target: bytes, shape: Shape | None) -> None:
         """Keep a rejected request's target (and shape) for the observer:
         found now, not again."""
         if len(self._rejected_targets) >= CACHE_SIZE:
@@ -936,7 +1022,7 @@ class Auditor:
             self._example(rule, target)
         return rule
 
-    def _shape_key(self, target: bytes, policy: Policy) -> tuple[int, bytes] | None:
+    def _shape_key(self, target: bytes, policy: Policy) -> tuple[int, Shape] | None:
         """The key of ``target``'s verdict among those of its shape, if its
         shape decides it under ``policy``."""
         folding = self._folds.get(id(policy))
@@ -948,6 +1034,11 @@ class Auditor:
         return None if shape is None else (id(policy), shape)
 
 
+# Each line's method (before the first space), target and version (after
+# the last), as bytes.partition and rpartition split a field; all empty for
+# a line without two spaces (no key made from that can match a stored one).
+_FIELD_PARTS: Final = re.compile(rb"^(?:([^ \n]*) (.*) ([^ \n]*)|.*)$", re.MULTILINE)
+
 # The status of a ``field" NNN`` key, and its field.
 _STATUS_OF: Final = operator.itemgetter(slice(-3, None))
 _FIELD_OF: Final = operator.itemgetter(slice(None, -_STATUS_SUFFIX))
@@ -957,14 +1048,6 @@ def _target_of(field: bytes) -> bytes | None:
     """The target of a logged request field (``None`` if it has none)."""
     request = _REQUEST_LINE.fullmatch(unescape_log(field))
     return None if request is None else request[2]
-
-
-def _time_of(field: bytes, known: dict[bytes, float | None]) -> float | None:
-    """:func:`log_time`, once per distinct field of a chunk."""
-    if field in known:
-        return known[field]
-    when = known[field] = log_time(field)
-    return when
 
 
 def _remember(cache: dict[K, str], key: K, verdict: str) -> None:

@@ -32,6 +32,7 @@ the rule, its reason and its position on the next lines.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -66,7 +67,7 @@ from .audit import (
     display,
 )
 from .audit import display_pieces as _display_pieces
-from .suggest import SITE_FACTOR, Ledger, Lines, Suggestion, Thresholds, suggest, toml_string
+from .suggest import SITE_FACTOR, Ledger, Suggestion, Thresholds, suggest, toml_string
 
 #: Exit codes (pinned).
 EXIT_OK: Final = 0
@@ -324,14 +325,6 @@ def _policy_options(parser: argparse.ArgumentParser) -> None:
 # --- policy ----------------------------------------------------------------------
 
 
-def _resolve_policy(args: argparse.Namespace) -> RouteTable:
-    """``--policy`` alone picks a preset. ``--config`` gives the file's policy
-    and its per-route policies, chosen per target as the middleware chooses
-    them; ``--policy`` then only picks the preset for a file that names none."""
-    config = _resolve_config(args)
-    return RouteTable(config.policy, list(config.routes))
-
-
 def _resolve_config(args: argparse.Namespace) -> Config:
     preset: str = args.policy or "strict"
     path: str | None = args.config
@@ -467,11 +460,11 @@ def _audit(args: argparse.Namespace) -> int:
         thresholds,
         mode=config.mode,
         judged_under=_policy_name(args),
-        lines=Lines(
-            report.lines,
-            report.parsed,
-            report.unparseable,
-            tuple(_shorten(shown, _EXAMPLE_WIDTH) for shown in report.unparseable_examples),
+        lines=dataclasses.replace(
+            report,
+            unparseable_examples=[
+                _shorten(shown, _EXAMPLE_WIDTH) for shown in report.unparseable_examples
+            ],
         ),
     )
     host_stopped = dict(sorted(auditor.host_stops.items()))

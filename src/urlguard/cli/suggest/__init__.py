@@ -12,9 +12,9 @@ One stage per module, in the order they run:
 
 - :mod:`.read`: what one rejected target needs (its *cause*: the settings
   that would admit it), or the rule never loosened that stops it;
-- :mod:`.tally`: the :class:`Ledger`, fed by the auditor, adds each
-  rejected request to one tally per cause and directory, with who sent it
-  and when, in bounded memory;
+- :mod:`.ledger`: the :class:`Ledger`, fed by the auditor a chunk of the
+  log at a time, adds each rejected request to one tally (:mod:`.tally`)
+  per cause and directory, with who sent it and when, in bounded memory;
 - :mod:`.plan`: which prefixes the evidence supports, per cause;
 - :mod:`.write`: the TOML text, every line with its evidence, read back
   and checked, and the :class:`Suggestion` (:mod:`.result`) it comes with.
@@ -42,10 +42,10 @@ the ledger and writes the text.
 from __future__ import annotations
 
 from .evidence import COUNTED, SITE_FACTOR, Thresholds, client_key, network_key, status_class
+from .ledger import MAX_CAUSES, MAX_FIRST_SEGMENTS, MAX_PREFIXES, Ledger
 from .never import LIMIT_BOUNDS, PROTECTED_RULES
 from .plan import suggest
-from .result import Change, Evidence, Lines, Refused, Stopped, Suggestion
-from .tally import MAX_CAUSES, MAX_FIRST_SEGMENTS, MAX_PREFIXES, Ledger
+from .result import Change, Evidence, Refused, Stopped, Suggestion
 from .write import toml_string
 
 __all__ = [
@@ -59,7 +59,6 @@ __all__ = [
     "Change",
     "Evidence",
     "Ledger",
-    "Lines",
     "Refused",
     "Stopped",
     "Suggestion",

@@ -18,15 +18,18 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Callable, Mapping
+from urllib.parse import unquote_to_bytes
 
 from ..._guard.config import check_prefix
-from ..._guard.routes import RouteTable, percent_decode
+from ..._guard.routes import RouteTable
 from ..._url.policy import Policy
+from ..audit import Report
 from .evidence import SITE_FACTOR, Thresholds
+from .ledger import Ledger
 from .never import LINE_BREAKS, REASONS, never_site_wide
 from .read import DOUBLE, EMPTY, Cause, is_separator, keeps_separator, relaxing
-from .result import Lines, Suggestion
-from .tally import Ledger, Tally, directory, merged
+from .result import Suggestion
+from .tally import Tally, directory, merged
 from .write import result
 
 NOT_ENOUGH = "not enough evidence to admit"
@@ -83,7 +86,7 @@ class Draft:
 
 
 def route_key(prefix: str) -> bytes:
-    return percent_decode(prefix.encode("ascii"))
+    return unquote_to_bytes(prefix.encode("ascii"))
 
 
 @dataclasses.dataclass
@@ -140,7 +143,7 @@ class Planner:
             return False
         if self.ledger.blockers_overflow:
             return True
-        key = percent_decode(prefix)
+        key = unquote_to_bytes(prefix)
         return any(blocker.startswith(key) for blocker in self.ledger.blockers)
 
     def _met(self, tally: Tally, *, site: bool = False) -> bool:
@@ -203,14 +206,15 @@ class Planner:
         weight: Counter[bytes] = Counter()
         for grant in self.grants:
             if grant.prefix != b"/":
-                weight[percent_decode(grant.prefix)] += grant.tally.count(self.scanners).requests
+                weight[unquote_to_bytes(grant.prefix)] += grant.tally.count(self.scanners).requests
         if len(weight) <= self.thresholds.routes:
             return
         ranked = sorted(weight, key=lambda key: (-weight[key], key))
         kept = set(ranked[: self.thresholds.routes])
         reason = f"past the bound of {self.thresholds.routes} routes (--max-routes)"
         self._drop(
-            lambda grant: grant.prefix != b"/" and percent_decode(grant.prefix) not in kept, reason
+            lambda grant: grant.prefix != b"/" and unquote_to_bytes(grant.prefix) not in kept,
+            reason,
         )
 
     def separate(self, current: Draft) -> None:
@@ -218,7 +222,7 @@ class Planner:
         separator: there the parser cannot tell ``//`` from ``%2Fetc``. The
         empty segment gives way."""
         keeping = [
-            percent_decode(grant.prefix)
+            unquote_to_bytes(grant.prefix)
             for grant in self.grants
             if any(is_separator(atom) for atom in grant.cause)
         ]
@@ -233,7 +237,7 @@ class Planner:
         def conflicts(grant: Grant) -> bool:
             if EMPTY not in grant.cause:
                 return False
-            key = percent_decode(grant.prefix)
+            key = unquote_to_bytes(grant.prefix)
             return any(key.startswith(other) or other.startswith(key) for other in keeping)
 
         self._drop(conflicts, REASONS["empty-beside-separator"])
@@ -254,7 +258,7 @@ def suggest(
     *,
     mode: str = "enforce",
     judged_under: str = "strict",
-    lines: Lines | None = None,
+    lines: Report | None = None,
 ) -> Suggestion:
     """The configuration that admits the served requests of ``ledger`` that
     its policy rejects, where the evidence meets ``thresholds``, except
@@ -273,4 +277,4 @@ def suggest(
             draft.apply(
                 grant.prefix.decode("ascii"), relaxing(atom, grant.tally.needs.get(atom, 0))
             )
-    return result(ledger, draft, current, planner, thresholds, mode, judged_under, lines or Lines())
+    return result(ledger, draft, current, planner, thresholds, mode, judged_under, lines)

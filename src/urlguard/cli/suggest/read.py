@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Collection
 from typing import Final
+from urllib.parse import unquote_to_bytes
 
-from ..._guard.routes import percent_decode
 from ..._url import grammar as g
 from ..._url.errors import InvalidTarget
 from ..._url.parser import parse_target
@@ -207,14 +207,14 @@ def _forbidden_char_cause(
     """Every character of the component the policy forbids, not only the
     first: one relaxation admits them all."""
     if error.component == "path":
-        text = percent_decode(path).decode("utf-8", "replace")
+        text = unquote_to_bytes(path).decode("utf-8", "replace")
         found = {c for c in text if not policy.allows_char(c)}
         if not found or any(_always_forbidden(c) for c in found):
             return _Cause("forbidden-char", None, REASONS["forbidden-char"])
         return _Cause("forbidden-char", {("allow_chars", c): 0 for c in found})
     if policy.plus_as_space:
         query = query.replace(b"+", b" ")
-    text = percent_decode(query).decode("utf-8", "replace")
+    text = unquote_to_bytes(query).decode("utf-8", "replace")
     found = {c for c in text if not policy.allows_char(c, "query")}
     if not found or any(_always_forbidden(c) and c not in QUERY_TEXT_CONTROLS for c in found):
         return _Cause("forbidden-char", None, REASONS["forbidden-char"])

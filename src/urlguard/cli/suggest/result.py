@@ -8,6 +8,7 @@ import dataclasses
 import datetime
 from typing import Any, Literal
 
+from ..audit import Report
 from .evidence import Thresholds
 
 
@@ -137,17 +138,6 @@ class Refused:
 
 
 @dataclasses.dataclass(frozen=True)
-class Lines:
-    """What the input held: lines read, parsed, and skipped (not parsed),
-    with up to three skipped lines escaped."""
-
-    read: int = 0
-    parsed: int = 0
-    skipped: int = 0
-    examples: tuple[str, ...] = ()
-
-
-@dataclasses.dataclass(frozen=True)
 class Suggestion:
     """The suggested configuration (``text``, TOML, and ``mapping``, the
     same as data), line by line with its evidence (``changes``), and what it
@@ -178,7 +168,8 @@ class Suggestion:
     failed_rejected: dict[str, int]
     failed_admitted: int
     thresholds: Thresholds
-    lines: Lines = Lines()
+    #: What the input held (lines read, parsed, skipped), as the audit reported it.
+    lines: Report | None = None
 
     @property
     def complete(self) -> bool:

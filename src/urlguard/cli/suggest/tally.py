@@ -1,53 +1,29 @@
-"""Tally what the log says: requests by status, and, for each target the
-current policy rejects, its cause (:mod:`.read`), under its directory, with
-who sent it and when. Memory is bounded by the number of causes and
-directories, not by the number of distinct targets.
+"""One tally: the evidence of the requests of one cause under one
+directory prefix (or of one rule never loosened), in memory bounded however
+many targets, clients and times it sees; and the prefixes tallies are kept
+under.
 """
 
 from __future__ import annotations
 
+import heapq
+import operator
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Final
+from collections.abc import Collection, Iterable, Sequence
+from itertools import compress, repeat
+from typing import Final, cast
 
-from ..._guard.routes import RouteTable, path_of, percent_decode
-from ..._url.errors import InvalidTarget
-from ..._url.policy import Policy
-from ..audit import display, folds, shape_of
+from ..audit import display
 from .evidence import (
     COUNTED,
     Counted,
-    StatusClass,
-    client_key,
     day_of,
-    is_redirect,
-    is_scanner,
-    network_key,
-    status_class,
 )
 from .never import route_directory
-from .read import Analysis, Atom, Cause, analyse
+from .read import Atom
 from .result import Evidence
 
-#: Prefixes kept per cause before siblings are merged one segment up (never
-#: above the first segment, which the top level is judged by).
-MAX_PREFIXES: Final = 256
-#: First segments kept per cause once it is cut to them; the requests under
-#: further ones are refused as one group.
-MAX_FIRST_SEGMENTS: Final = 1024
-#: Causes (sets of settings) kept; the requests of any further cause are
-#: refused as one group.
-MAX_CAUSES: Final = 256
-#: Targets whose analysis and statuses are remembered (emptied when full):
-#: what makes "answered 4xx/5xx on the very target" known.
-KEEP_TARGETS: Final = 1 << 16
-#: Clients whose rule families are remembered (see ``evidence.is_scanner``);
-#: later clients are never taken for scanners.
-MAX_CLIENTS: Final = 1 << 17
-#: Decoded paths of targets that keep ``double_encoding = "allow"`` away;
-#: past it, that setting is never suggested.
-MAX_BLOCKERS: Final = 4096
 #: Examples kept per tally.
 STOPPED_EXAMPLES: Final = 5
 #: Bytes of a target shown in an example.
@@ -154,6 +130,42 @@ class Tally:
             for n, (network, client) in enumerate(clients):
                 self._put(network, client, (share + (n < extra), first, last))
 
+    def add_rows(
+        self,
+        targets: Sequence[bytes],
+        counts: Sequence[int],
+        clients: Sequence[Sequence[tuple[bytes, bytes]]],
+        firsts: Sequence[float | None],
+        lasts: Sequence[float | None],
+        redirects: Sequence[bool],
+    ) -> None:
+        """:meth:`add_served` for many rows at once (one per distinct target
+        and status of a chunk, in the order they came): the same tally as
+        row by row, but for the examples, the most requested of all rows."""
+        self.served += sum(counts)
+        known = self.targets
+        if len(known) < COUNTED:
+            for digest in map(hash, targets):
+                known.add(digest)
+                if len(known) >= COUNTED:
+                    break
+        if None in firsts:
+            firsts_known = [moment for moment in firsts if moment is not None]
+            lasts_known = [moment for moment in lasts if moment is not None]
+        else:
+            firsts_known, lasts_known = cast(list[float], firsts), cast(list[float], lasts)
+        if firsts_known:
+            self.first = _earlier(self.first, min(firsts_known))
+            self.last = _later(self.last, max(lasts_known))
+        self._examples(targets, counts)
+        if True in redirects:
+            self.redirected += sum(compress(counts, redirects))
+            keep = list(map(operator.not_, redirects))
+            counts, clients = list(compress(counts, keep)), list(compress(clients, keep))
+            firsts, lasts = list(compress(firsts, keep)), list(compress(lasts, keep))
+        for (network, client), seen in _per_client(counts, clients, firsts, lasts).items():
+            self._put(network, client, seen)
+
     def _put(self, network: bytes, client: bytes, seen: _Seen) -> None:
         networks = self.networks
         clients = networks.get(network)
@@ -190,6 +202,25 @@ class Tally:
             del kept[least[1]]
             kept[target] = count
         self.least = None  # found again when next needed
+
+    def _examples(self, targets: Sequence[bytes], counts: Sequence[int]) -> None:
+        """:meth:`_example` for many targets: the kept ones counted, then the
+        best of the others offered, best first."""
+        if all(map(operator.eq, counts, repeat(1))):
+            per_target = Counter(targets)
+        else:
+            per_target = Counter()
+            for target, count in zip(targets, counts, strict=True):
+                per_target[target] += count
+        kept = self.kept
+        for target in kept.keys() & per_target.keys():
+            kept[target] += per_target.pop(target)
+            self.least = None
+        best = heapq.nsmallest(
+            STOPPED_EXAMPLES, zip(map(operator.neg, per_target.values()), per_target, strict=True)
+        )
+        for minus, target in best:
+            self._example(-minus, target)
 
     @property
     def examples(self) -> list[tuple[int, bytes]]:
@@ -272,6 +303,46 @@ class Tally:
         )
 
 
+def _per_client(
+    counts: Sequence[int],
+    clients: Sequence[Sequence[tuple[bytes, bytes]]],
+    firsts: Sequence[float | None],
+    lasts: Sequence[float | None],
+) -> dict[tuple[bytes, bytes], _Seen]:
+    """Requests per (network, client) and their first and last time, in the
+    order the clients first come. A row's requests are shared out among its
+    clients (a chunk of the log says who sent a target and how often, not
+    who sent how many); a row without clients counts as one unlisted."""
+    if all(map(operator.eq, counts, repeat(1))) and all(
+        map(operator.eq, map(len, clients), repeat(1))
+    ):
+        pairs = [row[0] for row in clients]
+        if None not in firsts and all(map(operator.eq, firsts, lasts)):
+            # The common row: one request from one client. Counted in C; the
+            # first and last time of each client from the rows in time order.
+            moments = cast(list[float], list(firsts))
+            order = sorted(range(len(pairs)), key=moments.__getitem__)
+            ordered = list(map(pairs.__getitem__, order))
+            times = list(map(moments.__getitem__, order))
+            last = dict(zip(ordered, times, strict=True))
+            first = dict(zip(reversed(ordered), reversed(times), strict=True))
+            return {pair: (n, first[pair], last[pair]) for pair, n in Counter(pairs).items()}
+    seen: dict[tuple[bytes, bytes], _Seen] = {}
+    for count, row, a, b in zip(counts, clients, firsts, lasts, strict=True):
+        if not row:
+            row = ((_UNLISTED, _UNLISTED),)
+        share, extra = divmod(count, len(row))
+        for n, pair in enumerate(row):
+            before = seen.get(pair)
+            mine = share + (n < extra)
+            seen[pair] = (
+                (mine, a, b)
+                if before is None
+                else (before[0] + mine, _earlier(before[1], a), _later(before[2], b))
+            )
+    return seen
+
+
 def _by_requests(example: tuple[int, bytes]) -> tuple[int, bytes]:
     return -example[0], example[1]
 
@@ -283,251 +354,7 @@ def merged(tallies: Iterable[Tally]) -> Tally:
     return result
 
 
-class _Known:
-    """What the ledger remembers of one rejected target: its analysis, its
-    directory, and its requests by status class."""
-
-    __slots__ = ("analysis", "cut", "depth", "failed", "families", "prefix", "served")
-
-    def __init__(self, prefix: bytes, analysis: Analysis) -> None:
-        self.prefix = prefix
-        self.analysis = analysis
-        self.families = analysis.families
-        self.served = 0
-        self.failed = 0
-        # The prefix cut to the depth of its cause's tallies when last looked up.
-        self.cut = prefix
-        self.depth: int | None = None
-
-
-class Ledger:
-    """Requests by status class, and what the current policy (``policy``
-    with its ``routes``) rejects, tallied per cause and directory prefix.
-    Fed by the auditor, one call per distinct (target, status) of a chunk;
-    nothing for accepted targets but a count."""
-
-    def __init__(
-        self,
-        policy: Policy | None = None,
-        routes: Sequence[tuple[str, Policy]] = (),
-        *,
-        keep_targets: int = KEEP_TARGETS,
-        max_prefixes: int = MAX_PREFIXES,
-    ) -> None:
-        self.policy = Policy() if policy is None else policy
-        self.routes = tuple(routes)
-        self.table = RouteTable(self.policy, list(self.routes))
-        #: Requests with a target, by status class (accepted ones included).
-        self.requests: Counter[StatusClass] = Counter()
-        #: Cause -> directory prefix -> tally.
-        self.groups: dict[Cause, dict[bytes, Tally]] = {}
-        #: Cause -> the number of segments its prefixes are cut to (see _coarsen).
-        self.depth: dict[Cause, int] = {}
-        #: (rule, reason) -> served requests a rule never loosened stops.
-        self.stopped: dict[tuple[str, str], Tally] = {}
-        #: Failing requests a rule never loosened stops, by rule.
-        self.failed_stopped: Counter[str] = Counter()
-        #: Rejected requests with no 2xx-5xx status, by rule.
-        self.other: Counter[str] = Counter()
-        #: Decoded paths of targets whose second decoding is dangerous: no
-        #: ``double_encoding = "allow"`` may cover one.
-        self.blockers: set[bytes] = set()
-        self.blockers_overflow = False
-        #: Client -> the families of the rules its rejected requests break.
-        self.families: dict[bytes, int] = {}
-        #: Requests past MAX_CAUSES or MAX_FIRST_SEGMENTS, refused as one group.
-        self.overflow = Tally()
-        self._keep_targets = keep_targets
-        self._max_prefixes = max_prefixes
-        self._known: dict[bytes, _Known] = {}
-        # Each logged client's network and key (bounded): a client sends many.
-        self._who: dict[bytes, tuple[bytes, bytes]] = {}
-        # Analyses per shape and policy (see audit.shape_of), bounded; and
-        # whether a policy of the table lets shapes decide (by id: the table
-        # keeps its policies alive).
-        self._shapes: dict[tuple[int, bytes], Analysis] = {}
-        self._folds: dict[int, bool] = {}
-
-    def count_statuses(self, counts: Mapping[int | None, int]) -> None:
-        """Count requests with a target (``counts``: status -> requests)."""
-        requests = self.requests
-        for status, count in counts.items():
-            requests[status_class(status)] += count
-
-    def scanners(self) -> set[bytes]:
-        """Clients whose rejected requests break rules of several families."""
-        return {client for client, bits in self.families.items() if is_scanner(bits)}
-
-    def observe(
-        self,
-        target: bytes,
-        status: int | None,
-        count: int,
-        rule: str | InvalidTarget,
-        clients: Collection[bytes] = (),
-        first: float | None = None,
-        last: float | None = None,
-        *,
-        shape: bytes | None = None,
-    ) -> None:
-        """Note ``count`` requests for ``target`` answered ``status`` that the
-        current policy rejects under ``rule`` (a rule code, or the error),
-        sent by ``clients`` between ``first`` and ``last``; ``shape``: the
-        target's shape when the caller made it (see ``audit.shape_of``).
-        (Count them with :meth:`count_statuses` too.)"""
-        kind = status_class(status)
-        if kind == "other":
-            self.other[rule if isinstance(rule, str) else rule.rule] += count  # neither way
-            return
-        known = self._known.get(target)
-        if known is None:
-            if len(self._known) >= self._keep_targets:
-                self._known.clear()
-            known = self._known[target] = self._learn(target, shape)
-        who = self._who
-        pairs = []
-        for client in clients:
-            pair = who.get(client)
-            if pair is None:
-                if len(who) >= MAX_CLIENTS:
-                    who.clear()
-                key = client_key(client)
-                pair = who[client] = (network_key(key), key)
-            pairs.append(pair)
-        if len(pairs) > 1:
-            pairs = sorted(set(pairs))
-            self._note(pairs, known.families)
-        elif pairs:
-            key = pairs[0][1]
-            bits = self.families.get(key)
-            if bits is None or bits | known.families != bits:
-                self._note(pairs, known.families)
-        analysis = known.analysis
-        if analysis.stop is not None:
-            if kind == "served":
-                stopped = self.stopped.get(analysis.stop)
-                if stopped is None:
-                    stopped = self.stopped[analysis.stop] = Tally()
-                stopped.add_served(target, count, pairs, first, last)
-            else:
-                self.failed_stopped[analysis.stop[0]] += count
-            return
-        tally = self._tally(known)
-        if kind == "served":
-            tally.add_served(target, count, pairs, first, last, redirect=is_redirect(status))
-            if known.failed:
-                # A target answered 4xx/5xx too: its requests are no evidence.
-                tally.contested += count
-                if not known.served:
-                    tally.against += known.failed
-            known.served += count
-        else:
-            tally.failed += count
-            if known.served:
-                tally.against += count
-                if not known.failed:
-                    tally.contested += known.served
-            known.failed += count
-
-    def _note(self, pairs: Iterable[tuple[bytes, bytes]], bits: int) -> None:
-        """Add the families ``bits`` to each client's (bounded)."""
-        families = self.families
-        for _, key in pairs:
-            before = families.get(key)
-            if before is None:
-                if len(families) < MAX_CLIENTS:
-                    families[key] = bits
-            elif before | bits != before:
-                families[key] = before | bits
-
-    # -- the analysis of one target, once per shape -----------------------------------
-
-    def _learn(self, target: bytes, shape: bytes | None) -> _Known:
-        policy = self.table.select(target) if self.routes else self.policy
-        path = target.partition(b"?")[0] if target[:1] == b"/" else path_of(target)
-        folding = self._folds.get(id(policy))
-        if folding is None:
-            folding = self._folds[id(policy)] = folds(policy)
-        if not folding:
-            shape = None
-        elif shape is None:
-            shape = shape_of(target)
-        analysis = self._shapes.get((id(policy), shape)) if shape is not None else None
-        if analysis is None:
-            analysis = analyse(target, path, policy)
-            if shape is not None:
-                if len(self._shapes) >= self._keep_targets:
-                    self._shapes.clear()
-                self._shapes[id(policy), shape] = analysis
-        if analysis.twice:
-            self._block(path)
-        if path.rfind(b"/") == 0 and len(path) > 1 and _BAD_PREFIX_BYTE.search(path) is None:
-            # Directly under '/', the narrowest prefix is the path itself: '/'
-            # alone would be a site-wide change.
-            return _Known(path, analysis)
-        return _Known(_directory_of(path), analysis)
-
-    def _block(self, path: bytes) -> None:
-        if len(self.blockers) < MAX_BLOCKERS:
-            self.blockers.add(percent_decode(path))
-        else:
-            self.blockers_overflow = True
-
-    # -- tallies, bounded -----------------------------------------------------------
-
-    def _tally(self, known: _Known) -> Tally:
-        analysis = known.analysis
-        cause = analysis.cause
-        groups = self.groups.get(cause)
-        if groups is None:
-            if len(self.groups) >= MAX_CAUSES:
-                self.overflow.rules |= analysis.rules
-                return self.overflow
-            groups = self.groups[cause] = {}
-        depth = self.depth.get(cause)
-        if depth != known.depth:
-            known.cut, known.depth = cut(known.prefix, depth), depth
-        tally = groups.get(known.cut)
-        if tally is None:
-            if len(groups) >= self._max_prefixes and (depth is None or depth > 2):
-                groups = self._coarsen(cause)
-                depth = self.depth[cause]
-                known.cut, known.depth = cut(known.prefix, depth), depth
-                tally = groups.get(known.cut)
-            if tally is None:
-                if len(groups) >= MAX_FIRST_SEGMENTS:
-                    self.overflow.rules |= analysis.rules
-                    return self.overflow
-                tally = groups[known.cut] = Tally()
-                tally.rules |= analysis.rules  # one cause, one set of rules
-        for atom, need in analysis.needs.items():  # the limits only
-            if need > tally.needs.get(atom, 0):
-                tally.needs[atom] = need
-        return tally
-
-    def _coarsen(self, cause: Cause) -> dict[bytes, Tally]:
-        """Cut the prefixes of ``cause`` one segment shorter, merging
-        siblings, until fewer than ``max_prefixes`` remain or they are cut to
-        their first segment (which the top level is judged by: merging
-        first segments would change what the evidence says there)."""
-        groups = self.groups[cause]
-        depth = max(map(_depth, groups))
-        while len(groups) >= self._max_prefixes and depth > 2:
-            depth -= 1
-            merged_groups: dict[bytes, Tally] = {}
-            for prefix, tally in groups.items():
-                shorter = cut(prefix, depth)
-                if shorter in merged_groups:
-                    merged_groups[shorter].merge(tally)
-                else:
-                    merged_groups[shorter] = tally
-            groups = merged_groups
-        self.groups[cause] = groups
-        self.depth[cause] = depth
-        return groups
-
-
-def _depth(prefix: bytes) -> int:
+def depth_of(prefix: bytes) -> int:
     """Segments of a prefix: its '/', and one more for a name after the last."""
     return prefix.count(b"/") + (not prefix.endswith(b"/"))
 
@@ -555,6 +382,25 @@ def directory(paths: Sequence[bytes]) -> bytes:
             break
         size += 1
     return _directory_of(first[:size])
+
+
+# prefix_of in one match, of a path or of the target it starts: a path of
+# one clean segment is its own prefix, else its segments up to the last
+# '/' that are clean and not empty.
+_CLEAN: Final = rb"[^\x00-\x20\x7f-\xff/?#]"
+_PREFIX: Final = re.compile(b"/(?:" + _CLEAN + rb"++(?=\?|\Z)|(?:" + _CLEAN + b"++/)*+)")
+#: The same, of each line of many targets at once.
+PREFIXES: Final = re.compile(
+    b"^(?:/" + _CLEAN + rb"++(?=\?|$)|/(?:" + _CLEAN + rb"++/)*+)?", re.MULTILINE
+)
+
+
+def prefix_of(path: bytes) -> bytes:
+    """The narrowest prefix a target of ``path`` is tallied under: its
+    directory (see :func:`directory`), or, directly under '/', the path
+    itself ('/' alone would be a site-wide change)."""
+    found = _PREFIX.match(path)
+    return b"/" if found is None else found[0]
 
 
 def _directory_of(path: bytes) -> bytes:

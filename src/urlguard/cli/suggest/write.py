@@ -18,11 +18,12 @@ from ..._guard.config import config_from_mapping
 from ..._guard.routes import RouteTable
 from ..._url.errors import RULES
 from ..._url.policy import Policy
-from ..audit import display
+from ..audit import Report, display
 from .evidence import COUNTED, SITE_FACTOR, Thresholds
+from .ledger import MAX_CAUSES, MAX_FIRST_SEGMENTS, Ledger
 from .read import CHAR_KEYS, STRICT, judge
-from .result import Change, Evidence, Lines, Refused, Stopped, Suggestion, when
-from .tally import EXAMPLE_BYTES, MAX_CAUSES, MAX_FIRST_SEGMENTS, Ledger, Tally
+from .result import Change, Evidence, Refused, Stopped, Suggestion, when
+from .tally import EXAMPLE_BYTES, Tally
 
 if TYPE_CHECKING:
     from .plan import Draft, Grant, Planner, Refusal
@@ -139,7 +140,7 @@ def result(
     thresholds: Thresholds,
     mode: str,
     judged_under: str,
-    lines: Lines,
+    lines: Report | None,
 ) -> Suggestion:
     scanners = planner.scanners
     credits = _credits(draft, planner.grants)
@@ -318,9 +319,9 @@ def _text(suggestion: Suggestion, judged_under: str) -> str:
     lines = [
         "# urlguard configuration suggested by `urlguard audit --suggest`.",
         f"# The logs were judged under: {judged_under}.",
-        f"# Lines read: {read.read:,}; parsed: {read.parsed:,}; skipped (not parsed): "
-        f"{read.skipped:,}.",
-        *(f"#   e.g. {shown}" for shown in read.examples),
+        f"# Lines read: {read.lines if read else 0:,}; parsed: {read.parsed if read else 0:,}; "
+        f"skipped (not parsed): {read.unparseable if read else 0:,}.",
+        *(f"#   e.g. {shown}" for shown in (read.unparseable_examples if read else ())),
         f"# Requests answered 2xx/3xx: {s.served:,}, of which that policy rejects "
         f"{s.rejected_served:,}.",
         f"# This configuration admits {s.admitted:,} of those; never loosened: {stopped:,}; "

@@ -1,0 +1,538 @@
+"""Tally what the log says: requests by status, and, for each target the
+current policy rejects, its cause (:mod:`.read`), under its directory, with
+who sent it and when. Memory is bounded by the number of causes and
+directories, not by the number of distinct targets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import operator
+import re
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
+from itertools import compress, repeat
+from typing import Any, Final, cast
+from urllib.parse import unquote_to_bytes
+
+from ..._guard.routes import RouteTable, path_of
+from ..._url.errors import InvalidTarget
+from ..._url.policy import Policy
+from ..audit import Shape, folds, shape_of
+from .evidence import (
+    StatusClass,
+    client_key,
+    is_redirect,
+    is_scanner,
+    network_key,
+    status_class,
+)
+from .read import Analysis, Cause, analyse
+from .tally import PREFIXES, Tally, cut, depth_of, prefix_of
+
+#: Prefixes kept per cause before siblings are merged one segment up (never
+#: above the first segment, which the top level is judged by).
+MAX_PREFIXES: Final = 256
+#: First segments kept per cause once it is cut to them; the requests under
+#: further ones are refused as one group.
+MAX_FIRST_SEGMENTS: Final = 1024
+#: Causes (sets of settings) kept; the requests of any further cause are
+#: refused as one group.
+MAX_CAUSES: Final = 256
+#: Targets whose requests answered 2xx/3xx, and 4xx/5xx, are remembered
+#: (each table emptied when a chunk would overfill it): what makes "answered
+#: 4xx/5xx on the very target" known. Also the shapes whose analysis is kept.
+KEEP_TARGETS: Final = 1 << 16
+#: Clients whose rule families are remembered (see ``evidence.is_scanner``);
+#: later clients are never taken for scanners.
+MAX_CLIENTS: Final = 1 << 17
+#: Decoded paths of targets that keep ``double_encoding = "allow"`` away;
+#: past it, that setting is never suggested.
+MAX_BLOCKERS: Final = 4096
+
+# Rows added one by one rather than in bulk (which costs more to set up).
+_FEW_ROWS: Final = 4
+
+
+@dataclasses.dataclass(eq=False)
+class _Batch:
+    """The served rows of a chunk, each waiting for its tally: added to them
+    in bulk, before the tallies of a cause are merged and at the end."""
+
+    targets: Sequence[bytes]
+    statuses: Sequence[int | None]
+    counts: Sequence[int]
+    pairs: Sequence[tuple[tuple[bytes, bytes], ...]]
+    firsts: Sequence[float | None]
+    lasts: Sequence[float | None]
+    # Tally -> its rows; a rule never loosened's tally: its rows, none a
+    # redirect (it admits nothing, but says what it stops).
+    pending: dict[Tally, list[int]] = dataclasses.field(default_factory=dict)
+
+    def wait(self, tally: Tally, rows: list[int]) -> None:
+        if not rows:
+            return
+        waiting = self.pending.get(tally)
+        if waiting is None:
+            self.pending[tally] = rows
+        else:
+            waiting.extend(rows)
+
+    def flush(self, *, redirects: bool = True) -> None:
+        """Add the waiting rows to their tallies; ``redirects``: whether a
+        3xx other than 304 is told apart."""
+        for tally, rows in self.pending.items():
+            if len(rows) <= _FEW_ROWS:
+                for i in rows:
+                    tally.add_served(
+                        self.targets[i],
+                        self.counts[i],
+                        self.pairs[i],
+                        self.firsts[i],
+                        self.lasts[i],
+                        redirect=redirects and _redirect(self.statuses[i]),
+                    )
+                continue
+            pick = operator.itemgetter(*rows)
+            tally.add_rows(
+                pick(self.targets),
+                pick(self.counts),
+                pick(self.pairs),
+                pick(self.firsts),
+                pick(self.lasts),
+                list(map(_redirect, pick(self.statuses))) if redirects else [False] * len(rows),
+            )
+        self.pending.clear()
+
+
+class Ledger:
+    """Requests by status class, and what the current policy (``policy``
+    with its ``routes``) rejects, tallied per cause and directory prefix.
+    Fed by the auditor, one call per chunk of the log with a row per
+    distinct (target, status); nothing for accepted targets but a count."""
+
+    def __init__(
+        self,
+        policy: Policy | None = None,
+        routes: Sequence[tuple[str, Policy]] = (),
+        *,
+        keep_targets: int = KEEP_TARGETS,
+        max_prefixes: int = MAX_PREFIXES,
+    ) -> None:
+        self.policy = Policy() if policy is None else policy
+        self.routes = tuple(routes)
+        self.table = RouteTable(self.policy, list(self.routes))
+        #: Requests with a target, by status class (accepted ones included).
+        self.requests: Counter[StatusClass] = Counter()
+        #: Cause -> directory prefix -> tally.
+        self.groups: dict[Cause, dict[bytes, Tally]] = {}
+        #: Cause -> the number of segments its prefixes are cut to (see _coarsen).
+        self.depth: dict[Cause, int] = {}
+        #: (rule, reason) -> served requests a rule never loosened stops.
+        self.stopped: dict[tuple[str, str], Tally] = {}
+        #: Failing requests a rule never loosened stops, by rule.
+        self.failed_stopped: Counter[str] = Counter()
+        #: Rejected requests with no 2xx-5xx status, by rule.
+        self.other: Counter[str] = Counter()
+        #: Decoded paths of targets whose second decoding is dangerous: no
+        #: ``double_encoding = "allow"`` may cover one.
+        self.blockers: set[bytes] = set()
+        self.blockers_overflow = False
+        #: Client -> the families of the rules its rejected requests break.
+        self.families: dict[bytes, int] = {}
+        #: Requests past MAX_CAUSES or MAX_FIRST_SEGMENTS, refused as one group.
+        self.overflow = Tally()
+        self._keep_targets = keep_targets
+        self._max_prefixes = max_prefixes
+        # Requests per rejected target answered 2xx/3xx and 4xx/5xx so far
+        # (bounded): what makes "answered 4xx/5xx on the very target" known.
+        self._served: dict[bytes, int] = {}
+        self._failed: dict[bytes, int] = {}
+        # Each logged client's network and key (bounded): a client sends many.
+        self._who: dict[bytes, tuple[bytes, bytes]] = {}
+        # Analyses per shape and policy (see audit.shape_of), bounded; and
+        # whether a policy of the table lets shapes decide (by id: the table
+        # keeps its policies alive).
+        self._shapes: dict[tuple[int, Shape], Analysis] = {}
+        self._folds: dict[int, bool] = {}
+
+    def count_statuses(self, counts: Mapping[int | None, int]) -> None:
+        """Count requests with a target (``counts``: status -> requests)."""
+        requests = self.requests
+        for status, count in counts.items():
+            requests[status_class(status)] += count
+
+    def scanners(self) -> set[bytes]:
+        """Clients whose rejected requests break rules of several families."""
+        return {client for client, bits in self.families.items() if is_scanner(bits)}
+
+    def observe(
+        self,
+        target: bytes,
+        status: int | None,
+        count: int,
+        rule: str | InvalidTarget,
+        clients: Collection[bytes] = (),
+        first: float | None = None,
+        last: float | None = None,
+        *,
+        shape: Shape | None = None,
+    ) -> None:
+        """Note ``count`` requests for ``target`` answered ``status`` that the
+        current policy rejects under ``rule`` (a rule code, or the error),
+        sent by ``clients`` between ``first`` and ``last``; ``shape``: the
+        target's shape when the caller made it (see ``audit.shape_of``).
+        (Count them with :meth:`count_statuses` too.)"""
+        code = rule if isinstance(rule, str) else rule.rule
+        self.observe_rows(
+            [target], [status], [count], [code], [tuple(clients)], [first], [last], [shape]
+        )
+
+    def observe_rows(
+        self,
+        targets: Sequence[bytes],
+        statuses: Sequence[int | None],
+        counts: Sequence[int],
+        rules: Sequence[str],
+        clients: Sequence[Sequence[bytes]],
+        firsts: Sequence[float | None],
+        lasts: Sequence[float | None],
+        shapes: Sequence[Shape | None],
+    ) -> None:
+        """:meth:`observe` for the rows of a chunk of the log, one distinct
+        (target, status) a row, in the order they came. Each shape is read
+        once (:mod:`.read`); the rows are counted per (cause, directory) in
+        one pass, and each such group is taken to its tally in the order it
+        first came: which tallies exist, and when those of a cause merge,
+        depend on that order."""
+        kinds = list(map(_class_of, statuses))
+        if "other" in kinds:
+            for kind, rule, count in zip(kinds, rules, counts, strict=True):
+                if kind == "other":
+                    self.other[rule] += count  # neither way
+            keep = list(map(operator.ne, kinds, repeat("other")))
+            targets, statuses, counts, kinds = _kept(keep, targets, statuses, counts, kinds)
+            clients, firsts, lasts, shapes = _kept(keep, clients, firsts, lasts, shapes)
+            if not targets:
+                return
+        analyses, prefixes = self._read(targets, shapes)
+        pairs = self._pairs(clients)
+        self._note(pairs, analyses)
+        contested, against = self._contest(targets, kinds, counts)
+        batch = _Batch(targets, statuses, counts, pairs, firsts, lasts)
+        stops = _Batch(targets, statuses, counts, pairs, firsts, lasts)
+        by_cause = self._by_cause(analyses, kinds, counts, stops)
+        served = list(map(operator.eq, kinds, repeat("served")))
+        for cause, rows in by_cause.items():
+            for tally, group in self._route(cause, rows, prefixes, analyses, batch).items():
+                mine = list(map(served.__getitem__, group))
+                if False not in mine:
+                    batch.wait(tally, group)
+                else:
+                    batch.wait(tally, list(compress(group, mine)))
+                    failed = compress(map(counts.__getitem__, group), map(operator.not_, mine))
+                    tally.failed += sum(failed)
+                if contested or against:
+                    tally.contested += sum(map(contested.get, group, repeat(0)))
+                    tally.against += sum(map(against.get, group, repeat(0)))
+        batch.flush()
+        stops.flush(redirects=False)
+
+    def _by_cause(
+        self,
+        analyses: Sequence[Analysis],
+        kinds: Sequence[StatusClass],
+        counts: Sequence[int],
+        stops: _Batch,
+    ) -> dict[Cause, list[int]]:
+        """The rows of each cause, causes in the order they came; the rows a
+        rule never loosened stops, to its tally (served) or its count."""
+        if list(map(_STOP, analyses)).count(None) == len(analyses):
+            causes = dict.fromkeys(map(_CAUSE, analyses))
+            if len(causes) == 1:  # one cause, nothing stopped: the common chunk
+                return {cause: list(range(len(analyses))) for cause in causes}
+        by_cause: dict[Cause, list[int]] = {}
+        for i, analysis in enumerate(analyses):
+            if analysis.stop is not None:
+                if kinds[i] == "served":
+                    stopped = self.stopped.get(analysis.stop)
+                    if stopped is None:
+                        stopped = self.stopped[analysis.stop] = Tally()
+                    stops.wait(stopped, [i])
+                else:
+                    self.failed_stopped[analysis.stop[0]] += counts[i]
+                continue
+            rows = by_cause.get(analysis.cause)
+            if rows is None:
+                by_cause[analysis.cause] = [i]
+            else:
+                rows.append(i)
+        return by_cause
+
+    def _pairs(self, clients: Sequence[Sequence[bytes]]) -> list[tuple[tuple[bytes, bytes], ...]]:
+        """Each row's clients as (network, client key) pairs, sorted."""
+        who = self._who
+        if all(map(operator.eq, map(len, clients), repeat(1))):
+            found = list(map(who.get, map(operator.itemgetter(0), clients)))
+            if None not in found:
+                return list(zip(found))  # type: ignore[arg-type]  # (no None)
+        return [
+            tuple(sorted({who.get(client) or self._meet(client) for client in row}))
+            for row in clients
+        ]
+
+    def _meet(self, client: bytes) -> tuple[bytes, bytes]:
+        who = self._who
+        if len(who) >= MAX_CLIENTS:
+            who.clear()
+        key = client_key(client)
+        pair = who[client] = (network_key(key), key)
+        return pair
+
+    def _note(
+        self, pairs: Sequence[tuple[tuple[bytes, bytes], ...]], analyses: Sequence[Analysis]
+    ) -> None:
+        """Add the families of each row's rules to its clients' (bounded)."""
+        families = self.families
+        bits_of = operator.attrgetter("families")
+        for row, bits in dict.fromkeys(zip(pairs, map(bits_of, analyses), strict=True)):
+            for _, key in row:
+                before = families.get(key)
+                if before is None:
+                    if len(families) < MAX_CLIENTS:
+                        families[key] = bits
+                elif before | bits != before:
+                    families[key] = before | bits
+
+    def _contest(
+        self, targets: Sequence[bytes], kinds: Sequence[StatusClass], counts: Sequence[int]
+    ) -> tuple[dict[int, int], dict[int, int]]:
+        """The requests of each row that are ``contested`` (served, of a
+        target answered 4xx/5xx too) and ``against`` (failed, of a target
+        served too), by row where not zero; and each target's requests by
+        class, remembered (bounded). Only the rows of a target met before,
+        or twice in these rows, are looked at one by one."""
+        served, failed = self._served, self._failed
+        if len(served) + len(targets) > self._keep_targets:
+            served.clear()
+        if len(failed) + len(targets) > self._keep_targets:
+            failed.clear()
+        met = list(
+            map(operator.or_, map(served.__contains__, targets), map(failed.__contains__, targets))
+        )
+        if len(set(targets)) < len(targets):
+            twice = {target for target, n in Counter(targets).items() if n > 1}
+            met = list(map(operator.or_, met, map(twice.__contains__, targets)))
+        if False in met:
+            fresh = list(map(operator.not_, met))
+            is_served = list(map(operator.eq, kinds, repeat("served")))
+            pick = list(map(operator.and_, fresh, is_served))
+            served.update(zip(compress(targets, pick), compress(counts, pick), strict=False))
+            pick = list(map(operator.and_, fresh, map(operator.not_, is_served)))
+            failed.update(zip(compress(targets, pick), compress(counts, pick), strict=False))
+        contested: dict[int, int] = {}
+        against: dict[int, int] = {}
+        for i in compress(range(len(targets)), met):
+            target, count = targets[i], counts[i]
+            before_served, before_failed = served.get(target, 0), failed.get(target, 0)
+            if kinds[i] == "served":
+                if before_failed:
+                    # A target answered 4xx/5xx too: its requests are no evidence.
+                    contested[i] = count
+                    if not before_served:
+                        against[i] = before_failed
+                served[target] = before_served + count
+            else:
+                if before_served:
+                    against[i] = count
+                    if not before_failed:
+                        contested[i] = before_served
+                failed[target] = before_failed + count
+        return contested, against
+
+    # -- the analysis of one target, once per shape -----------------------------------
+
+    def _read(
+        self, targets: Sequence[bytes], shapes: Sequence[Shape | None]
+    ) -> tuple[list[Analysis], list[bytes]]:
+        """Each target's analysis (once per shape) and prefix."""
+        joined = b"\n".join(targets)
+        if joined.count(b"\n") == len(targets) - 1:
+            prefixes = PREFIXES.findall(joined)  # one per line: b"" if not origin-form
+        else:
+            prefixes = [b""] * len(targets)
+        if b"" in prefixes:
+            for i in compress(range(len(prefixes)), map(operator.not_, prefixes)):
+                prefixes[i] = prefix_of(path_of(targets[i]))
+        policy = self.policy
+        if not self.routes and self._folding(policy):
+            if None in shapes:
+                shapes = [
+                    shape_of(t) if s is None else s for t, s in zip(targets, shapes, strict=True)
+                ]
+            keys = zip(repeat(id(policy)), cast(Sequence[Shape], shapes))
+            known: list[Analysis | None] = list(map(self._shapes.get, keys))
+        else:
+            known = [None] * len(targets)
+        if None in known:
+            for i in compress(range(len(known)), map(operator.is_, known, repeat(None))):
+                known[i] = self._analyse(targets[i], path_of(targets[i]), shapes[i])
+        analyses = cast(list[Analysis], known)
+        for i in compress(range(len(analyses)), map(_TWICE, analyses)):
+            self._block(path_of(targets[i]))
+        return analyses, prefixes
+
+    def _folding(self, policy: Policy) -> bool:
+        folding = self._folds.get(id(policy))
+        if folding is None:
+            folding = self._folds[id(policy)] = folds(policy)
+        return folding
+
+    def _analyse(self, target: bytes, path: bytes, shape: Shape | None) -> Analysis:
+        policy = self.table.select(target) if self.routes else self.policy
+        if not self._folding(policy):
+            shape = None
+        elif shape is None:
+            shape = shape_of(target)
+        analysis = self._shapes.get((id(policy), shape)) if shape is not None else None
+        if analysis is None:
+            analysis = analyse(target, path, policy)
+            if shape is not None:
+                if len(self._shapes) >= self._keep_targets:
+                    self._shapes.clear()
+                self._shapes[id(policy), shape] = analysis
+        return analysis
+
+    def _block(self, path: bytes) -> None:
+        decoded = unquote_to_bytes(path)
+        if decoded in self.blockers:
+            return
+        if len(self.blockers) < MAX_BLOCKERS:
+            self.blockers.add(decoded)
+        else:
+            self.blockers_overflow = True
+
+    # -- tallies, bounded -----------------------------------------------------------
+
+    def _route(
+        self,
+        cause: Cause,
+        rows: list[int],
+        prefixes: Sequence[bytes],
+        analyses: Sequence[Analysis],
+        batch: _Batch,
+    ) -> dict[Tally, list[int]]:
+        """The rows of one cause by tally: their prefixes cut to the cause's
+        depth, each distinct prefix taken to its tally in the order it first
+        came (again from the start when that merges the cause's tallies)."""
+        analysis = analyses[rows[0]]  # one cause, one set of rules
+        merged = True
+        while merged:
+            depth = self.depth.get(cause)
+            picked = list(map(prefixes.__getitem__, rows))
+            if depth is not None:
+                picked = list(map(re.Match.group, map(_cutter(depth), picked)))
+            distinct = list(dict.fromkeys(picked))
+            found: list[Tally | None] = list(map(self.groups.get(cause, {}).get, distinct))
+            merged = False
+            for i in compress(range(len(found)), map(operator.is_, found, repeat(None))):
+                found[i] = self._tally(cause, distinct[i], analysis, batch)
+                if self.depth.get(cause) != depth:
+                    merged = True  # the cause's tallies merged: cut again
+                    break
+        tallies = cast(list[Tally], found)
+        tally_of = dict(zip(distinct, tallies, strict=True))
+        by_tally: dict[Tally, list[int]]
+        if len(set(map(id, tallies))) == 1:
+            by_tally = {tallies[0]: rows}
+        else:
+            by_tally = {}
+            for tally, i in zip(map(tally_of.__getitem__, picked), rows, strict=True):
+                mine = by_tally.get(tally)
+                if mine is None:
+                    by_tally[tally] = [i]
+                else:
+                    mine.append(i)
+        limited = [a for a in dict.fromkeys(map(analyses.__getitem__, rows)) if a.needs]
+        for tally, mine in by_tally.items() if limited else ():
+            for each in dict.fromkeys(map(analyses.__getitem__, mine)):
+                for atom, need in each.needs.items():  # the limits only
+                    if need > tally.needs.get(atom, 0):
+                        tally.needs[atom] = need
+        return by_tally
+
+    def _tally(self, cause: Cause, prefix: bytes, analysis: Analysis, batch: _Batch) -> Tally:
+        """The tally of ``prefix``, cut to the depth of its cause's tallies,
+        for ``cause``; the overflow tally past the bounds. Past
+        ``max_prefixes`` tallies, those of the cause merge first (see
+        :meth:`_coarsen`)."""
+        groups = self.groups.get(cause)
+        if groups is None:
+            if len(self.groups) >= MAX_CAUSES:
+                self.overflow.rules |= analysis.rules
+                return self.overflow
+            groups = self.groups[cause] = {}
+        depth = self.depth.get(cause)
+        tally = groups.get(prefix)
+        if tally is None:
+            if len(groups) >= self._max_prefixes and (depth is None or depth > 2):
+                batch.flush()  # the rows so far to their tallies, before these merge
+                groups = self._coarsen(cause)
+                prefix = cut(prefix, self.depth[cause])
+                tally = groups.get(prefix)
+            if tally is None:
+                if len(groups) >= MAX_FIRST_SEGMENTS:
+                    self.overflow.rules |= analysis.rules
+                    return self.overflow
+                tally = groups[prefix] = Tally()
+                tally.rules |= analysis.rules  # one cause, one set of rules
+        return tally
+
+    def _coarsen(self, cause: Cause) -> dict[bytes, Tally]:
+        """Cut the prefixes of ``cause`` one segment shorter, merging
+        siblings, until fewer than ``max_prefixes`` remain or they are cut to
+        their first segment (which the top level is judged by: merging
+        first segments would change what the evidence says there)."""
+        groups = self.groups[cause]
+        depth = max(map(depth_of, groups))
+        while len(groups) >= self._max_prefixes and depth > 2:
+            depth -= 1
+            merged_groups: dict[bytes, Tally] = {}
+            for prefix, tally in groups.items():
+                shorter = cut(prefix, depth)
+                if shorter in merged_groups:
+                    merged_groups[shorter].merge(tally)
+                else:
+                    merged_groups[shorter] = tally
+            groups = merged_groups
+        self.groups[cause] = groups
+        self.depth[cause] = depth
+        return groups
+
+
+@functools.cache
+def _class_of(status: int | None) -> StatusClass:
+    return status_class(status)
+
+
+@functools.cache
+def _redirect(status: int | None) -> bool:
+    return is_redirect(status)
+
+
+@functools.cache
+def _cutter(depth: int) -> Callable[[bytes], re.Match[bytes]]:
+    """The match of :func:`cut` to ``depth`` (it always matches): the
+    prefix up to its ``depth``-th '/', or all of it when it has fewer."""
+    match = re.compile(rb"(?:[^/]*/){%d}|.*" % depth, re.DOTALL).match
+    return cast(Callable[[bytes], re.Match[bytes]], match)
+
+
+_TWICE: Final = operator.attrgetter("twice")
+_CAUSE: Final = operator.attrgetter("cause")
+_STOP: Final = operator.attrgetter("stop")
+
+
+def _kept(keep: list[bool], *columns: Sequence[object]) -> list[list[Any]]:
+    return [list(compress(column, keep)) for column in columns]
