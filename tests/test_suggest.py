@@ -73,8 +73,6 @@ from urlguard.cli.suggest import (
     toml_string,
 )
 
-__all__ = ["REALISTIC", "write_log"]  # what the docs' own test reads from here
-
 
 def test_docstring_examples() -> None:
     assert doctest.testmod(urlguard.cli.suggest).failed == 0

@@ -121,11 +121,6 @@ class RouteTable:
         return self.base
 
 
-def percent_decode(raw: bytes) -> bytes:
-    """Decode every well-formed escape, as frameworks do before routing."""
-    return unquote_to_bytes(raw)
-
-
 def path_of(target: bytes) -> bytes:
     """The raw path of a target, origin-form or absolute-form (where an
     empty path means "/", RFC 9112 section 3.2.2)."""
