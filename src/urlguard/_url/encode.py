@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from typing import Final, Literal
+from urllib.parse import quote_from_bytes
 
 import idna
 
@@ -41,7 +42,6 @@ Query = Mapping[str, str] | Iterable[tuple[str, str]]
 
 _AMPERSAND: Final = ord("&")
 _EQUALS: Final = ord("=")
-_SPACE: Final = ord(" ")
 
 
 # -- per-component safe sets (RFC 3986 §3.3-§3.5) ---------------------------
@@ -72,28 +72,15 @@ CLEAN_KEEP: Final = g.ALL_ASCII - g.CONTROLS - g.EXCLUDED_PRINTABLE
 PRETTY_ASCII: Final = g.UNRESERVED | g.EXCLUDED_PRINTABLE
 
 
-def _table(safe: frozenset[int], space: str | None = None) -> tuple[str, ...]:
-    """byte -> text: itself if safe, else %XX with upper-case hex."""
-    table = [chr(byte) if byte in safe else f"%{byte:02X}" for byte in range(256)]
-    if space is not None:
-        table[_SPACE] = space
-    return tuple(table)
-
-
-_PATH_KEEP: Final = g.to_bytes(PATH_SEGMENT_SAFE)
-_PATH_TABLE: Final = _table(PATH_SEGMENT_SAFE)
-_NAME_KEEP: Final = g.to_bytes(QUERY_NAME_SAFE)
-_VALUE_KEEP: Final = g.to_bytes(QUERY_VALUE_SAFE)
-_QUERY_TABLES: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
-    "+": (_table(QUERY_NAME_SAFE, "+"), _table(QUERY_VALUE_SAFE, "+")),
-    "%20": (_table(QUERY_NAME_SAFE), _table(QUERY_VALUE_SAFE)),
-}
-_FRAGMENT_KEEP: Final = g.to_bytes(FRAGMENT_SAFE)
-_FRAGMENT_TABLE: Final = _table(FRAGMENT_SAFE)
-# CLEAN_KEEP holds '%': the table maps it to itself and stray ones are fixed
-# afterwards (no escape made by the table starts with two hex digits).
-_CLEAN_KEEP_BYTES: Final = g.to_bytes(CLEAN_KEEP)
-_CLEAN_TABLE: Final = _table(CLEAN_KEEP)
+# Each encoder is urllib.parse.quote_from_bytes with its component's safe set
+# (upper-case hex, RFC 3986 §2.1; its always-safe letters, digits and "_.-~"
+# are unreserved, in every set here). '%' is in CLEAN_KEEP only: clean_uri
+# mends stray ones afterwards (no escape made here starts with two hex digits).
+_PATH_SAFE: Final = g.to_str(PATH_SEGMENT_SAFE)
+_NAME_SAFE: Final = g.to_str(QUERY_NAME_SAFE)
+_VALUE_SAFE: Final = g.to_str(QUERY_VALUE_SAFE)
+_FRAGMENT_SAFE: Final = g.to_str(FRAGMENT_SAFE)
+_CLEAN_SAFE: Final = g.to_str(CLEAN_KEEP)
 
 _HEXDIGITS: Final = g.to_str(g.HEXDIG)
 _HEX: Final = f"[{_HEXDIGITS}]"
@@ -135,18 +122,14 @@ def _utf8(text: str, what: str) -> bytes:
         ) from None
 
 
-def _encode(text: str, keep: bytes, table: tuple[str, ...], what: str) -> str:
+def _encode(text: str, safe: str, what: str, space: object = "%20") -> str:
+    """``text`` as UTF-8, every byte outside ``safe`` escaped; a space as
+    ``+`` when ``space`` says so (``+`` itself is never in a query's safe set)."""
     data = _utf8(text, what)
-    if not data.translate(None, keep):
-        return text  # every byte is safe (hence ASCII): nothing to escape
-    return "".join(map(table.__getitem__, data))
-
-
-def _query_tables(space: object) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    if space == "+":
-        return _QUERY_TABLES["+"]
     if space == "%20":
-        return _QUERY_TABLES["%20"]
+        return quote_from_bytes(data, safe)
+    if space == "+":
+        return quote_from_bytes(data, safe + " ").replace(" ", "+")
     raise ValueError(f"space must be '+' or '%20', not {space!r}")
 
 
@@ -168,7 +151,7 @@ def encode_path_segment(text: str) -> str:
         >>> encode_path_segment("%41")
         '%2541'
     """
-    return _encode(text, _PATH_KEEP, _PATH_TABLE, "path segment")
+    return _encode(text, _PATH_SAFE, "path segment")
 
 
 def encode_query_name(text: str, *, space: Space = "+") -> str:
@@ -180,7 +163,7 @@ def encode_query_name(text: str, *, space: Space = "+") -> str:
         >>> encode_query_name("a=b c")
         'a%3Db+c'
     """
-    return _encode(text, _NAME_KEEP, _query_tables(space)[0], "query name")
+    return _encode(text, _NAME_SAFE, "query name", space)
 
 
 def encode_query_value(text: str, *, space: Space = "+") -> str:
@@ -199,7 +182,7 @@ def encode_query_value(text: str, *, space: Space = "+") -> str:
         >>> encode_query_value("a b", space="%20")
         'a%20b'
     """
-    return _encode(text, _VALUE_KEEP, _query_tables(space)[1], "query value")
+    return _encode(text, _VALUE_SAFE, "query value", space)
 
 
 def encode_fragment(text: str) -> str:
@@ -209,7 +192,7 @@ def encode_fragment(text: str) -> str:
         >>> encode_fragment("Section 2/a?b#c")
         'Section%202/a?b%23c'
     """
-    return _encode(text, _FRAGMENT_KEEP, _FRAGMENT_TABLE, "fragment")
+    return _encode(text, _FRAGMENT_SAFE, "fragment")
 
 
 def _encode_path(segments: Iterable[str]) -> tuple[list[str], bool]:
@@ -232,12 +215,13 @@ def _encode_path(segments: Iterable[str]) -> tuple[list[str], bool]:
 def _encode_query(query: Query, space: Space) -> str:
     if isinstance(query, str | bytes):
         raise TypeError("query must be a mapping or a sequence of (name, value) pairs")
-    name_table, value_table = _query_tables(space)
+    if space != "+" and space != "%20":
+        raise ValueError(f"space must be '+' or '%20', not {space!r}")
     pairs = query.items() if isinstance(query, Mapping) else query
     return "&".join(
-        _encode(name, _NAME_KEEP, name_table, "query name")
+        _encode(name, _NAME_SAFE, "query name", space)
         + "="
-        + _encode(value, _VALUE_KEEP, value_table, "query value")
+        + _encode(value, _VALUE_SAFE, "query value", space)
         for name, value in pairs
     )
 
@@ -370,9 +354,7 @@ def clean_uri(uri: str) -> str:
         >>> clean_uri("http://example.com/news%23funny?name=Helen Ødegård&x=100%")
         'http://example.com/news%23funny?name=Helen%20%C3%98deg%C3%A5rd&x=100%25'
     """
-    data = _utf8(uri, "uri")
-    if data.translate(None, _CLEAN_KEEP_BYTES):
-        uri = "".join(map(_CLEAN_TABLE.__getitem__, data))
+    uri = quote_from_bytes(_utf8(uri, "uri"), _CLEAN_SAFE)
     return _STRAY_PERCENT.sub("%25", uri) if "%" in uri else uri
 
 
