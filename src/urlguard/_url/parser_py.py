@@ -115,7 +115,9 @@ def parse_split_target(
     data = path + b"?" + rest if rest else path
     p = policy if type(policy) is Policy else _policy_of(policy)
     judged = host if host is None or type(host) is Host else _judged(host)
-    target = _accept_quickly(data, path, rest if rest else None, p, judged)
+    # A '?' in raw_path itself makes the target's own split another one: the rules' to read.
+    quick = _QUESTION not in path
+    target = _accept_quickly(data, path, rest if rest else None, p, judged) if quick else None
     return target if target is not None else _parse(data, p, judged)
 
 
@@ -160,41 +162,44 @@ def _judged(host: object) -> Host | None:
 #
 # Most targets break no rule and hold nothing that needs a rule's full reading:
 # no ';', no kept separator, no escaped separator. _accept_quickly accepts such
-# a target with whole-string work in the standard library's C code (one
-# regular expression over the target, a decode of the path and one of the
-# query, a split of each), or returns None, and then the rules below (_parse)
-# read the target from its start. It never rejects: every rejection, with its
-# rule, index and offset, comes from the rules in their order. It is
-# equivalent because it returns a Target only where _parse would return the
-# same one, step by step:
+# a target with whole-string work in the standard library's C code: one
+# regular expression over the target, then for the path and for the query one
+# percent-decode (_unescape) and one UTF-8 decode of the whole, and one split.
+# Otherwise it returns None, and the rules below (_parse) read the target from
+# its start. It never rejects: every rejection, with its rule, index and
+# offset, comes from the rules in their order. Nothing in it names a policy:
+# each shortcut is a table the Policy derives from the sets its rules use. It
+# returns a Target only where _parse returns the same one, step by step:
 #
 # 1. Origin-form, at most max_length bytes (too-long, bad-form), and the
 #    whole target matches Policy._quick_target: '/', a path of the bytes in
 #    Policy._path_quick, then perhaps '?' and a query of those in
 #    Policy._query_quick (fragment, raw-char). Those are bytes allowed raw,
 #    all ASCII, but in the path ';' and a raw separator the policy keeps
-#    ('\\' where it is admitted): so there are no parameters, no "..;x", no
-#    segment that starts with ';', and no kept separator.
-# 2. Every '%' starts a well-formed escape (malformed-escape), none in the
-#    path is %2F or %5C (encoded-slash,
-#    encoded-backslash; nor a kept separator: every '/' of the decoded path
-#    is a raw separator), and none in the query is %26 or %3D (every '&' of
-#    the decoded query separates pairs, every '=' is raw, so the first one
-#    of a piece splits it as _pair does). In parse_split_target the path
-#    holds no '?' of its own, so the given split is the target's.
+#    inside a segment ('\\' where it is admitted): so there are no
+#    parameters, no "..;x", no segment that starts with ';', and no kept
+#    separator. The caller splits the target at its first '?'
+#    (parse_split_target: only when its path holds none of its own).
+# 2. Every '%' starts a well-formed escape (malformed-escape); none in the
+#    path is %2F or %5C (encoded-slash, encoded-backslash; nor a kept
+#    separator: every '/' of the decoded path is a raw separator), and none
+#    in the query is %26 or %3D (every '&' of the decoded query separates
+#    pairs, every '=' is raw, so the first one of a piece splits it as _pair
+#    does).
 # 3. The path, and the query ('+' made a space first, as _pair does), are
-#    percent-decoded whole (_unescape) and decode as strict UTF-8 whole.
-#    '/', '&' and '=' are ASCII, never part of a multi-byte sequence
-#    (RFC 3629 §3), so the whole decodes if and only if each piece between
-#    them does, into those pieces joined by them.
+#    percent-decoded whole and decode as strict UTF-8 whole. '/', '&' and
+#    '=' are ASCII, never part of a multi-byte sequence (RFC 3629 §3), so the
+#    whole decodes if and only if each piece between them does, into those
+#    pieces joined by them.
 # 4. No character of the decoded whole is outside the allowed ones, the
-#    separators admitted (Policy._path_text_bad, _query_text_bad). Where
-#    there was no escape and every byte the quick path takes is an allowed
-#    character already (Policy._path_raw_is_text, _query_raw_is_text), no
-#    search is needed; nor is one where the text is printable and every
-#    printable character is allowed (Policy._path_printable_allowed,
-#    _query_printable_allowed, checked over the characters outside).
-#    '=' is admitted only where the policy allows it: a second '=' is data.
+#    separator admitted (Policy._path_text_bad, _query_text_bad; '=' only
+#    where the policy allows it, since a second '=' is data). No search is
+#    needed where there was no escape and every byte the quick path takes,
+#    read as a character, is allowed (Policy._path_raw_is_text,
+#    _query_raw_is_text), nor where the text is printable and the policy
+#    allows every printable character (Policy._path_printable_allowed,
+#    _query_printable_allowed, checked at construction over the characters
+#    outside).
 # 5. Split, the counts (too-many), then each segment's rules on the split
 #    text: no '.' or '..' segment, no empty one but the last (a '//'), no
 #    escape left in decoded text (double-encoding) where the policy says so.
@@ -218,8 +223,8 @@ def _accept_quickly(
     when it needs a reading by the rules (see above for why they agree).
     ``path`` and ``query`` are ``raw`` split at its first '?' (``query`` is
     None when there is none), as the caller has them."""
-    if len(raw) > p.max_length or p._quick_target.fullmatch(raw) is None or _QUESTION in path:
-        return None  # 1, 2
+    if len(raw) > p.max_length or p._quick_target.fullmatch(raw) is None:
+        return None  # 1
     if _PERCENT in path:
         if _PATH_ESCAPES_TO_READ.search(path):  # 2
             return None
