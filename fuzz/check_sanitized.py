@@ -10,9 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import urlguard._url.parser_c as compiled
-
 import urlguard
+import urlguard._url.parser_c as compiled
 
 
 def main() -> int:

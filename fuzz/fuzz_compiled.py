@@ -45,7 +45,6 @@ else:
         import urlguard._url.parser_py as reference
 
 import urlguard._url.parser_c as compiled  # noqa: E402  (after the instrumented import)
-
 from test_parser_c import POLICY_VALUES, verdict  # noqa: E402
 
 
