@@ -7,9 +7,11 @@ tests/test_policy_space.py (the ones ``fuzz/fuzz_policies.py`` runs for
 millions of inputs):
 
 * the generated targets reach every way through the quick path: accepted
-  with and without escapes in the path and in the query, with '+' as a
-  space, under ``path_params="split"``, and left to the rules both where the
-  rules accept and where they reject;
+  with and without escapes in the path and in the query, their decoded text
+  taken as printable or searched, an escaped path with a raw '=', with '+'
+  as a space, with raw text searched for characters, under
+  ``path_params="split"``, and left to the rules both where the rules accept
+  and where they reject;
 * the differential (``three_agree``: compiled against pure, pure against the
   tests' reference) catches a quick path that skips a rule: one entry of one
   derived table changed, and it fails within a few thousand targets.
