@@ -230,8 +230,9 @@ def draw_route_policy(choose: Chooser, base: Policy) -> Policy | dict[str, Any]:
 PATH_TOKENS: Final = (
     b"a", b"Z", b"0", b"~", b"-", b"_", b".", b"..", b"...", b"%2E", b"%2e", b"%2E%2E", b".%2E",
     b"%2F", b"%2f", b"%5C", b"%5c", b"\\", b"c:", b"Z:", b";", b";;", b"..;x", b";p=1", b";=",
-    b"=", b"%3B", b"%3b", b"+", b"%2B", b"%20", b"%25", b"%2541", b"%252F", b"%41", b"%", b"%4",
-    b"%zz", b"%C3%A9", b"%c3%a9", b"%C4", b"%C0%AF", b"%ED%A0%80", b"%F4%90%80%80",
+    b"=", b"=%41", b"%41=", b"%C3%A9=", b"%3B", b"%3b", b"+", b"%2B", b"%20", b"%25", b"%2541",
+    b"%252F", b"%41", b"%", b"%4", b"%zz", b"%C3%A9", b"%c3%a9", b"%C4", b"%C0%AF", b"%ED%A0%80",
+    b"%F4%90%80%80",
     b"%F0%9F%98%80", b"%E2%80%AE", b"%EF%BF%BE", b"%00", b"%0A", b"%0D%0A", b"%7F", b"%C2%85",
     b"%E4%B8%AD", b"@", b":", b"!$&'()*,", b"?", b" ", b"\xc3\xa9",
 )  # fmt: skip

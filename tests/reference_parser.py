@@ -155,11 +155,12 @@ class Verdict:
 # --- decoding, one byte at a time ---------------------------------------------------------------
 
 
+# Each HEXDIG's value, by its byte: either case (RFC 3986 §2.1).
+HEX_VALUES = {ord(char): "0123456789abcdef".index(char.lower()) for char in HEXDIG}
+
+
 def hex_value(byte: int) -> int | None:
-    char = chr(byte)
-    if char not in HEXDIG:
-        return None
-    return "0123456789abcdef".index(char.lower())
+    return HEX_VALUES.get(byte)
 
 
 def escapes(raw: bytes) -> tuple[bool, list[int]]:
@@ -321,6 +322,8 @@ def kept_parts(text: str, policy: RefPolicy) -> list[str]:
 
 
 def is_dot(raw: bytes) -> bool:
+    if len(raw) > 6:  # '.' and '..' are two bytes at most, each three raw ("%2E") at most
+        return False
     escapes_ok, _ = escapes(raw)
     return escapes_ok and utf8_decode(percent_decode(raw)) in (".", "..")
 

@@ -26,20 +26,17 @@ from conftest import Parser, implementation_module
 from policy_space import (
     Drawn,
     GuardCase,
+    Seeded,
     draw_guard_case,
+    draw_policy,
     draw_request_target,
+    draw_target,
     guard_tokens,
     guards_agree,
     make_guard,
+    three_agree,
+    tokens_for,
 )
-
-# test_quick_path still reads these from here (explicit re-exports, for mypy);
-# once it imports them from policy_space, they join the import above.
-from policy_space import Seeded as Seeded
-from policy_space import draw_policy as draw_policy
-from policy_space import draw_target as draw_target
-from policy_space import three_agree as three_agree
-from policy_space import tokens_for as tokens_for
 from urlguard import RULES, InvalidTarget, Policy
 from urlguard._guard.decision import Request
 

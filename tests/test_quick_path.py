@@ -7,9 +7,11 @@ tests/test_policy_space.py (the ones ``fuzz/fuzz_policies.py`` runs for
 millions of inputs):
 
 * the generated targets reach every way through the quick path: accepted
-  with and without escapes in the path and in the query, with '+' as a
-  space, under ``path_params="split"``, and left to the rules both where the
-  rules accept and where they reject;
+  with and without escapes in the path and in the query, their decoded text
+  taken as printable or searched, an escaped path with a raw '=', with '+'
+  as a space, with raw text searched for characters, under
+  ``path_params="split"``, and left to the rules both where the rules accept
+  and where they reject;
 * the differential (``three_agree``: compiled against pure, pure against the
   tests' reference) catches a quick path that skips a rule: one entry of one
   derived table changed, and it fails within a few thousand targets.
@@ -24,33 +26,55 @@ from collections.abc import Callable
 import pytest
 
 from conftest import implementation_module
-from test_policy_space import Seeded, draw_policy, draw_target, three_agree, tokens_for
-from urlguard import InvalidTarget, Policy
+from policy_space import Seeded, draw_policy, draw_target, three_agree, tokens_for
+from urlguard import InvalidTarget, Policy, Target
 from urlguard._url import parser_py as pure
 from urlguard._url.policy import _forbidden_pattern, _merge, _quick_target_pattern
 
 P = pytest.param
 
 
+def quickly(raw: bytes, policy: Policy) -> Target | None:
+    """The quick path's answer for ``raw``, split at its first '?' as parse_target splits it."""
+    path, question, query = raw.partition(b"?")
+    return pure._accept_quickly(raw, path, query if question else None, policy, None)
+
+
 def ways(raw: bytes, policy: Policy) -> set[str]:
     """How ``raw`` went through the quick path under ``policy``."""
     path, question, query = raw.partition(b"?")
-    if pure._accept_quickly(raw, policy, None) is None:
+    if quickly(raw, policy) is None:
         try:
             pure.parse_target(raw, policy)
         except InvalidTarget:
             return {"left to the rules, which reject"}
         return {"left to the rules, which accept"}
+    target = pure.parse_target(raw, policy)
     found = {"accepted"}
     found.add("accepted, path escaped" if b"%" in path else "accepted, path as sent")
+    if b"%" in path:
+        printable = policy._path_printable_allowed and "/".join(target.segments).isprintable()
+        found.add(
+            "accepted, escaped path printable" if printable else "accepted, escaped path searched"
+        )
+    if b"%" in path and b"=" in path:
+        found.add("accepted, escaped path with a raw '='")
     if question:
         found.add("accepted, query escaped" if b"%" in query else "accepted, query as sent")
+    if question and b"%" in query:
+        text = "&".join(f"{name}={value}" for name, value in target.query)
+        printable = policy._query_printable_allowed and text.isprintable()
+        found.add(
+            "accepted, escaped query printable" if printable else "accepted, escaped query searched"
+        )
     if question and policy.plus_as_space and b"+" in query:
         found.add("accepted, '+' a space")
     if policy.path_params == "split":
         found.add("accepted, split")
     if not policy._path_raw_is_text:
         found.add("accepted, path searched for characters")
+    if question and not policy._query_raw_is_text:
+        found.add("accepted, query searched for characters")
     return found
 
 
@@ -67,9 +91,15 @@ def test_generated_targets_take_every_way_through_the_quick_path() -> None:
         "accepted, path as sent",
         "accepted, query escaped",
         "accepted, query as sent",
+        "accepted, escaped path printable",
+        "accepted, escaped path searched",
+        "accepted, escaped path with a raw '='",
+        "accepted, escaped query printable",
+        "accepted, escaped query searched",
         "accepted, '+' a space",
         "accepted, split",
         "accepted, path searched for characters",
+        "accepted, query searched for characters",
         "left to the rules, which accept",
         "left to the rules, which reject",
     }
@@ -107,6 +137,22 @@ def trusts_raw_text(policy: Policy) -> None:
     _set(policy, "_path_raw_is_text", True)
 
 
+def trusts_raw_query(policy: Policy) -> None:
+    """Raw query bytes ('+' as a space) are taken for allowed characters where they are not."""
+    _set(policy, "_query_raw_is_text", True)
+
+
+def trusts_printable(policy: Policy) -> None:
+    """A printable decoded path is taken for allowed text where the policy does not allow
+    every printable character (allowed_ranges narrower than Unicode)."""
+    _set(policy, "_path_printable_allowed", True)
+
+
+def trusts_printable_query(policy: Policy) -> None:
+    """The same, in the query."""
+    _set(policy, "_query_printable_allowed", True)
+
+
 def takes_backslash(policy: Policy) -> None:
     """The quick path takes a raw '\\', kept separator or not."""
     if "\\" in policy.raw_path_extra:
@@ -118,6 +164,9 @@ FAULTS = [
     P(takes_hash, id="'#' taken"),
     P(admits_nul, id="U+0000 admitted"),
     P(trusts_raw_text, id="raw bytes trusted as text"),
+    P(trusts_raw_query, id="raw query bytes trusted as text"),
+    P(trusts_printable, id="printable path text trusted"),
+    P(trusts_printable_query, id="printable query text trusted"),
     P(takes_backslash, id="a kept raw '\\' taken"),
 ]
 

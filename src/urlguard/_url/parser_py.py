@@ -21,6 +21,7 @@ reading of the rules) to that, over generated policies.
 from __future__ import annotations
 
 import re
+from binascii import a2b_qp
 from typing import Final, overload
 from urllib.parse import unquote_to_bytes
 
@@ -43,6 +44,11 @@ _ENCODED_SLASH: Final = re.compile(rb"%2[Ff]")
 _ENCODED_BACKSLASH: Final = re.compile(rb"%5[Cc]")
 # An escape left in decoded text: the sign of %25XX, i.e. double encoding.
 _ESCAPE_IN_TEXT: Final = re.compile(r"%[0-9A-Fa-f]{2}")
+# Bytes the quick path looks for, as ints: `int in bytes` is one C loop.
+_PERCENT: Final = g.PERCENT
+_QUESTION: Final = g.QUESTION
+_PLUS: Final = g.PLUS
+_EQUALS: Final = ord("=")
 
 # RFC 9112 §3.2.2 absolute-form, for the schemes of RFC 9110 §4.2, is found
 # by _host.authority_span. RFC 3986 §3.2: authority = [ userinfo "@" ] host [ ":" port ]. It is
@@ -90,7 +96,8 @@ def parse_target(
     data = raw if type(raw) is bytes else _as_bytes(raw)
     p = policy if type(policy) is Policy else _policy_of(policy)
     judged = host if host is None or type(host) is Host else _judged(host)
-    target = _accept_quickly(data, p, judged)
+    path, question, query = data.partition(b"?")
+    target = _accept_quickly(data, path, query if question else None, p, judged)
     return target if target is not None else _parse(data, p, judged)
 
 
@@ -108,7 +115,9 @@ def parse_split_target(
     data = path + b"?" + rest if rest else path
     p = policy if type(policy) is Policy else _policy_of(policy)
     judged = host if host is None or type(host) is Host else _judged(host)
-    target = _accept_quickly(data, p, judged)
+    # A '?' in raw_path itself makes the target's own split another one: the rules' to read.
+    quick = _QUESTION not in path
+    target = _accept_quickly(data, path, rest if rest else None, p, judged) if quick else None
     return target if target is not None else _parse(data, p, judged)
 
 
@@ -121,17 +130,21 @@ def host_header(headers: object, known: dict[bytes, Host]) -> Host | bytes | Non
     then reads the headers itself."""
     if type(headers) is not list:
         return None
-    found, seen = None, False
-    for pair in headers:
-        if type(pair) is not tuple or len(pair) != 2 or type(pair[0]) is not bytes:
-            return None
-        if pair[0] == b"host":
-            if seen:
+    found = None
+    try:
+        for pair in headers:
+            if type(pair) is not tuple:
                 return None
-            found, seen = pair[1], True
-    if type(found) is not bytes or not found:
+            name, value = pair  # ValueError unless two items
+            if type(name) is not bytes:
+                return None
+            if name == b"host":
+                if found is not None or type(value) is not bytes or not value:
+                    return None  # a second one, or a value that cannot be one
+                found = value
+    except ValueError:
         return None
-    return known.get(found, found)
+    return None if found is None else known.get(found, found)
 
 
 def _judged(host: object) -> Host | None:
@@ -148,94 +161,129 @@ def _judged(host: object) -> Host | None:
 # --- the quick path ------------------------------------------------------------------
 #
 # Most targets break no rule and hold nothing that needs a rule's full reading:
-# no ';', no kept separator, no '%2F'. _accept_quickly accepts such a target
-# with a few whole-string operations in the standard library's C code, or
-# returns None, and then the rules below (_parse) read the target from its
-# start. It never rejects: every rejection, with its rule, index and offset,
-# comes from the rules in their order. It is equivalent because it returns a
-# Target only where _parse would return the same one, step by step:
+# no ';', no kept separator, no escaped separator. _accept_quickly accepts such
+# a target with whole-string work in the standard library's C code: one
+# regular expression over the target, then for the path and for the query one
+# percent-decode (_unescape) and one UTF-8 decode of the whole, and one split.
+# Otherwise it returns None, and the rules below (_parse) read the target from
+# its start. It never rejects: every rejection, with its rule, index and
+# offset, comes from the rules in their order. Nothing in it names a policy:
+# each shortcut is a table the Policy derives from the sets its rules use. It
+# returns a Target only where _parse returns the same one, step by step:
 #
-# 1. Origin-form, at most max_length bytes (too-long, bad-form), and every
-#    byte in Policy._quick_target: a path of bytes allowed raw but ';' and a
-#    raw separator the policy keeps, then perhaps '?' and a query of bytes
-#    allowed raw (fragment, raw-char; with no ';' there are no parameters,
-#    no "..;x" and no segment that starts with ';'). All of them are ASCII.
-# 2. No malformed escape, and no %2F or %5C in the path (so no
-#    encoded-slash, encoded-backslash, and no kept separator: every '/' of
-#    the decoded path is a raw separator); no %26 or %3D in the query
-#    (every '&' of the decoded query separates pairs, every '=' of a piece
-#    is raw, so its first one splits the pair as _pair does).
-# 3. The path, and the query ('+' made a space first, as _pair does), decode
-#    as strict UTF-8 whole. '/', '&' and '=' are ASCII, never part of a
-#    multi-byte sequence (RFC 3629 §3), so the whole decodes if and only if
-#    each piece between them does, into those pieces joined by them.
+# 1. Origin-form, at most max_length bytes (too-long, bad-form), and the
+#    whole target matches Policy._quick_target: '/', a path of the bytes in
+#    Policy._path_quick, then perhaps '?' and a query of those in
+#    Policy._query_quick (fragment, raw-char). Those are bytes allowed raw,
+#    all ASCII, but in the path ';' and a raw separator the policy keeps
+#    inside a segment ('\\' where it is admitted): so there are no
+#    parameters, no "..;x", no segment that starts with ';', and no kept
+#    separator. The caller splits the target at its first '?'
+#    (parse_split_target: only when its path holds none of its own).
+# 2. Every '%' starts a well-formed escape (malformed-escape); none in the
+#    path is %2F or %5C (encoded-slash, encoded-backslash; nor a kept
+#    separator: every '/' of the decoded path is a raw separator), and none
+#    in the query is %26 or %3D (every '&' of the decoded query separates
+#    pairs, every '=' is raw, so the first one of a piece splits it as _pair
+#    does).
+# 3. The path, and the query ('+' made a space first, as _pair does), are
+#    percent-decoded whole and decode as strict UTF-8 whole. '/', '&' and
+#    '=' are ASCII, never part of a multi-byte sequence (RFC 3629 §3), so the
+#    whole decodes if and only if each piece between them does, into those
+#    pieces joined by them.
 # 4. No character of the decoded whole is outside the allowed ones, the
-#    separators admitted (Policy._path_text_bad, _query_text_bad); where
-#    there was no escape and every byte the quick path takes is an allowed
-#    character already (Policy._path_raw_is_text), no search is needed.
-#    '=' is admitted only where the policy allows it: a second '=' is data.
+#    separator admitted (Policy._path_text_bad, _query_text_bad; '=' only
+#    where the policy allows it, since a second '=' is data). No search is
+#    needed where there was no escape and every byte the quick path takes,
+#    read as a character, is allowed (Policy._path_raw_is_text,
+#    _query_raw_is_text), nor where the text is printable and the policy
+#    allows every printable character (Policy._path_printable_allowed,
+#    _query_printable_allowed, checked at construction over the characters
+#    outside).
 # 5. Split, the counts (too-many), then each segment's rules on the split
 #    text: no '.' or '..' segment, no empty one but the last (a '//'), no
 #    escape left in decoded text (double-encoding) where the policy says so.
 #    With no kept separator a segment has one part, so the rules of kept
 #    separators have nothing to look at; drive-letter needs one.
 
-# Escapes the quick path leaves to the rules: malformed ones, and those that
-# decode to a separator (RFC 3986 §2.2 reserved characters sent as data).
-_PATH_ESCAPES_TO_READ: Final = re.compile(r"%(?:2[Ff]|5[Cc]|(?![0-9A-Fa-f]{2}))")
-_QUERY_ESCAPES_TO_READ: Final = re.compile(r"%(?:26|3[Dd]|(?![0-9A-Fa-f]{2}))")
+# Escapes the quick path leaves to the rules: malformed ones (RFC 3986 §2.1:
+# pct-encoded = "%" HEXDIG HEXDIG, either case), and those of a separator
+# (RFC 3986 §2.2 reserved characters sent as data).
+_PATH_ESCAPES_TO_READ: Final = re.compile(rb"%(?:2[Ff]|5[Cc]|(?![0-9A-Fa-f]{2}))")
+_QUERY_ESCAPES_TO_READ: Final = re.compile(rb"%(?:26|3[Dd]|(?![0-9A-Fa-f]{2}))")
 # Each non-empty piece of a query between '&' (an empty one does not start a
 # match), as its name up to its first '=' and its value after it, or "".
 _PAIRS: Final = re.compile(r"(?=[^&])([^&=]*)=?([^&]*)")
 
 
-def _accept_quickly(raw: bytes, p: Policy, host: Host | None) -> Target | None:
+def _accept_quickly(
+    raw: bytes, path: bytes, query: bytes | None, p: Policy, host: Host | None
+) -> Target | None:
     """The target ``_parse`` accepts, made with whole-string work, or None
-    when it needs a reading by the rules (see above for why they agree)."""
-    if len(raw) > p.max_length or p._quick_target.fullmatch(raw) is None:  # 1
-        return None
-    path, question, query = raw.decode("ascii").partition("?")
-    if "%" in path:
+    when it needs a reading by the rules (see above for why they agree).
+    ``path`` and ``query`` are ``raw`` split at its first '?' (``query`` is
+    None when there is none), as the caller has them."""
+    if len(raw) > p.max_length or p._quick_target.fullmatch(raw) is None:
+        return None  # 1
+    if _PERCENT in path:
         if _PATH_ESCAPES_TO_READ.search(path):  # 2
             return None
         try:
-            path = unquote_to_bytes(path).decode()  # 3
+            text = _unescape(path).decode()  # 3
         except UnicodeDecodeError:
             return None
-        if p._path_text_bad.search(path):  # 4
-            return None
-        if p.double_encoding == "reject" and "%" in path and _ESCAPE_IN_TEXT.search(path):
+        if not (p._path_printable_allowed and text.isprintable()) and p._path_text_bad.search(text):
+            return None  # 4
+        if p.double_encoding == "reject" and "%" in text and _ESCAPE_IN_TEXT.search(text):
             return None  # 5
-    elif not p._path_raw_is_text and p._path_text_bad.search(path):  # 4
-        return None
-    segments = path.split("/")  # 5; the first, before the leading '/', is dropped below
+    else:
+        text = path.decode()
+        if not p._path_raw_is_text and p._path_text_bad.search(text):
+            return None  # 4
+    segments = text.split("/")  # 5; the first, before the leading '/', is dropped below
     if len(segments) > p.max_segments + 1:
         return None
-    if p.empty_segment == "reject" and "//" in path:
+    if p.empty_segment == "reject" and "//" in text:
         return None
-    if p.dot_segment == "reject" and "/." in path and ("." in segments or ".." in segments):
+    if p.dot_segment == "reject" and "/." in text and ("." in segments or ".." in segments):
         return None
-    pairs: tuple[tuple[str, str], ...] = ()
-    if question:
-        escaped = "%" in query
-        if p.plus_as_space and "+" in query:
-            query = query.replace("+", " ")
-            escaped = True
-        if "%" in query:
+    pairs: Pairs = ()
+    if query is not None:
+        if p.plus_as_space and _PLUS in query:
+            query = query.replace(b"+", b" ")
+        if _PERCENT in query:
             if _QUERY_ESCAPES_TO_READ.search(query):  # 2
                 return None
             try:
-                query = unquote_to_bytes(query).decode()  # 3
+                text = _unescape(query).decode()  # 3
             except UnicodeDecodeError:
                 return None
-        if (escaped or not p._query_raw_is_text) and p._query_text_bad.search(query):
-            return None  # 4
-        pairs = tuple(_PAIRS.findall(query))  # 5
+            if not (p._query_printable_allowed and text.isprintable()) and (
+                p._query_text_bad.search(text)
+            ):
+                return None  # 4
+        else:
+            text = query.decode()
+            if not p._query_raw_is_text and p._query_text_bad.search(text):
+                return None  # 4
+        pairs = tuple(_PAIRS.findall(text))  # 5
         if len(pairs) > p.max_params:
             return None
     del segments[0]
     params = ((),) * len(segments) if p.path_params == "split" else None
     return Target(raw, tuple(segments), pairs, params, None, host)  # no authority: origin-form
+
+
+def _unescape(raw: bytes) -> bytes:
+    """``raw`` percent-decoded, where every '%' starts a well-formed escape.
+
+    Quoted-printable (RFC 2045 §6.7) writes an octet as '=' and two hex
+    digits, either case, as RFC 3986 §2.1 writes it with '%'; binascii
+    decodes that in C, and leaves every other byte as it is. A raw '=' is
+    written as its own escape first, so that it stays itself."""
+    if _EQUALS in raw:
+        raw = raw.replace(b"=", b"%3D")
+    return a2b_qp(raw.replace(b"%", b"="))
 
 
 def _parse(raw: bytes, p: Policy, host: Host | None) -> Target:

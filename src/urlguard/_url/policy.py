@@ -108,19 +108,24 @@ class Policy:
     _kept_separators: str = dataclasses.field(init=False, repr=False, compare=False)
     #: The pure parser's quick path (``parser_py._accept_quickly``), from the
     #: same sets: the raw bytes it takes in the path (allowed raw, but not
-    #: ';' nor a separator the policy keeps) and in the query (allowed raw),
-    #: and the pattern of a target made of them: '/', a path, '?' and a query.
+    #: ';' nor a raw separator the policy keeps inside a segment) and in the
+    #: query (allowed raw), and the pattern of a target made of them: '/', a
+    #: path, '?' and a query.
     _path_quick: bytes = dataclasses.field(init=False, repr=False, compare=False)
     _query_quick: bytes = dataclasses.field(init=False, repr=False, compare=False)
     _quick_target: re.Pattern[bytes] = dataclasses.field(init=False, repr=False, compare=False)
     #: Whether each such byte, read as text, is an allowed character (but
-    #: '%', the separators '/' and '&', and '+' when it is a space).
+    #: '%', the separators '/' and '&'; a space for '+' where '+' is one).
     _path_raw_is_text: bool = dataclasses.field(init=False, repr=False, compare=False)
     _query_raw_is_text: bool = dataclasses.field(init=False, repr=False, compare=False)
     #: The first character outside the allowed ones in a whole decoded path
     #: (query), '/' ('&') admitted: there it is a separator, never data.
     _path_text_bad: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
     _query_text_bad: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
+    #: Whether every character ``str.isprintable`` accepts is one of those
+    #: (the separator admitted), so that a printable text needs no search.
+    _path_printable_allowed: bool = dataclasses.field(init=False, repr=False, compare=False)
+    _query_printable_allowed: bool = dataclasses.field(init=False, repr=False, compare=False)
 
     FIELDS: ClassVar[tuple[str, ...]]
 
@@ -180,9 +185,13 @@ class Policy:
         set_(self, "_kept_separators", kept)
 
         # The pure parser's quick path: its raw bytes, its text, its patterns.
-        path_quick = path_raw - {g.SEMICOLON} - frozenset(map(ord, kept))
+        # A raw '/' always separates segments; a kept raw '\\' separates
+        # parts inside one, which the rules of kept separators read.
+        path_quick = path_raw - {g.SEMICOLON} - (frozenset(map(ord, kept)) - {g.SLASH})
         path_text = path_quick - {g.PERCENT, g.SLASH}
-        query_text = query_raw - {g.PERCENT, g.AMPERSAND, g.PLUS if self.plus_as_space else -1}
+        query_text = query_raw - {g.PERCENT, g.AMPERSAND}
+        if self.plus_as_space:
+            query_text = query_text - {g.PLUS} | {ord(" ")}
         set_(self, "_path_quick", g.to_bytes(path_quick))
         set_(self, "_query_quick", g.to_bytes(query_raw))
         set_(self, "_quick_target", _quick_target_pattern(self._path_quick, self._query_quick))
@@ -192,6 +201,8 @@ class Policy:
         query_separated = _merge([*query_allowed, (g.AMPERSAND, g.AMPERSAND)])
         set_(self, "_path_text_bad", _forbidden_pattern(path_separated))
         set_(self, "_query_text_bad", _forbidden_pattern(query_separated))
+        set_(self, "_path_printable_allowed", _printable_inside(path_separated))
+        set_(self, "_query_printable_allowed", _printable_inside(query_separated))
 
     @classmethod
     def browser(cls, **changes: Any) -> Policy:
@@ -302,6 +313,21 @@ def _allowed_intervals(
 def _quick_target_pattern(path: bytes, query: bytes) -> re.Pattern[bytes]:
     """'/' and a path of ``path``'s bytes, then perhaps '?' and a query of ``query``'s."""
     return re.compile(b"/[%s]*(?:\\?[%s]*)?" % (re.escape(path), re.escape(query)))
+
+
+def _printable_inside(allowed: list[tuple[int, int]]) -> bool:
+    """Whether ``allowed`` holds every character ``str.isprintable`` accepts,
+    checked over the characters outside it; False, unchecked, when there are
+    more of those than a policy's construction should read one by one."""
+    outside = _subtract([(0, g.MAX_CODE_POINT)], allowed)
+    if sum(high - low + 1 for low, high in outside) > _FEW_ENOUGH_TO_READ:
+        return False
+    return not any(chr(c).isprintable() for low, high in outside for c in range(low, high + 1))
+
+
+#: Characters outside a policy's allowed ones that ``_printable_inside`` reads:
+#: the always-forbidden ones are about 170.
+_FEW_ENOUGH_TO_READ: Final = 4096
 
 
 def _inside(intervals: list[tuple[int, int]], point: int) -> bool:
