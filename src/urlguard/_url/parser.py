@@ -108,9 +108,9 @@ else:
 # (python -m bench --part instructions, callgrind; docs/speed.md, "The pure
 # build"): guarded / bare instructions per request of a hello-world app.
 _WHAT_IT_SAVES = (
-    "Measured in process, a guarded request costs 1.10 of a bare one with the compiled "
-    "parser and 1.39 with this one under Starlette (1.11 and 1.69 for percent-encoded "
-    "text), 1.02 and 1.08 under Flask (1.03 and 1.16)."
+    "Measured in process, in instructions, a guarded request costs 1.10 of a bare one "
+    "with the compiled parser and 1.38 with this one under Starlette (1.11 and 1.49 for "
+    "percent-encoded text), 1.02 and 1.08 under Flask (1.02 and 1.11)."
 )
 
 _warned = False
