@@ -160,13 +160,13 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def built_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tree built before with a compiler: its compiled module is in
-    ``build/lib*/urlguard/`` and, where ``build_ext --inplace`` puts it, in
-    ``src/urlguard/``. Each test builds in a copy of it."""
+    ``build/lib*/urlguard/_url/`` and, where ``build_ext --inplace`` puts it, in
+    ``src/urlguard/_url/``. Each test builds in a copy of it."""
     base = tmp_path_factory.mktemp("built")
     tree = copy_source(base / "tree")
     _build_wheel(tree, base / "first")
     (module,) = tree.glob("build/lib*/urlguard/_url/parser_c.*.so")
-    shutil.copy2(module, tree / "src" / "urlguard")
+    shutil.copy2(module, tree / "src" / "urlguard" / "_url")
     return tree
 
 
