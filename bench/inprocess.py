@@ -39,8 +39,8 @@ REVISION: Layers = {"bare": {"layer": "bare"}, "guarded-urlguard": {"layer": "gu
 
 
 def layers() -> Layers:
-    """``bare``, ``noop``, ``guarded-NAME`` per parser, and ``guarded-allowlist``."""
-    found: Layers = {"bare": {"layer": "bare"}, "noop": {"layer": "noop"}}
+    """``bare``, ``noop``, ``floor``, ``guarded-NAME`` per parser, and ``guarded-allowlist``."""
+    found: Layers = {layer: {"layer": layer} for layer in ("bare", "noop", "floor")}
     for name, module in available().items():
         found[f"guarded-{name}"] = {"layer": "guarded", "parser": module}
     found["guarded-allowlist"] = {"layer": "guarded", "allowed_hosts": ALLOWED}
@@ -151,7 +151,7 @@ class Framework:
         """Refuse to time a layer that does not answer 200 "Hello, world!" to both
         targets, or a guard that stores no ``Target`` or lets the hostile one in."""
         for layer in self.layers:
-            guarded = layer.startswith("guarded")
+            guarded = layer.startswith("guarded") or layer == "floor"
             for target in TARGETS.values():
                 status, body, carrier = self.once(layer, target)
                 stored = "urlguard.target" in carrier

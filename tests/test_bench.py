@@ -89,7 +89,7 @@ def test_quick_run_fills_the_table(quick_run: str, measure: str) -> None:
 
 @pytest.mark.parametrize("app", ["starlette", "flask"])
 def test_every_layer_runs_in_process_and_with_segment_routes(quick_run: str, app: str) -> None:
-    for layer in ("bare", "noop", *(f"guarded-{p}" for p in PARSERS), "guarded-allowlist"):
+    for layer in ("bare", "noop", "floor", *(f"guarded-{p}" for p in PARSERS), "guarded-allowlist"):
         assert re.search(rf"^\| {app} \| plain \| {layer} \| {FIGURE} \|", quick_run, re.M), layer
     segments = rf"^\| {app} \| encoded \| {FIGURE} \| {FIGURE} \| [+-][0-9.]+ \([+-]"  # more
     assert re.search(segments, quick_run, re.M), quick_run

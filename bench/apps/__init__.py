@@ -16,7 +16,11 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from urlguard import asgi, wsgi
+from urlguard import InvalidTarget, asgi, wsgi
+from urlguard._guard.allowed_hosts import HostCheck
+from urlguard._url.host import Host
+from urlguard._url.parser import PARSER
+from urlguard._url.policy import DEFAULT_POLICY
 
 HELLO = "Hello, world!"
 
@@ -41,6 +45,51 @@ class NoopWSGI:
         return self.app(environ, start_response)
 
 
+class FloorASGI:
+    """The least any guard does for a request that passes, with urlguard's own
+    parser: one count, one Host verdict lookup, one parse, one store; a 400 for
+    a target that breaks the default policy. Nothing decides around them: the
+    gap from the no-op layer to this one is what checking costs at all, the gap
+    from this one to the guard what the guard's decision costs."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app, self.checked, self.hosts = app, 0, HostCheck(None)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.checked += 1
+        host = PARSER.host_header(scope["headers"], self.hosts.known)
+        if type(host) is not Host:
+            host = self.hosts.verdict(host)
+        try:
+            scope["urlguard.target"] = PARSER.parse_split_target(
+                scope["raw_path"], scope["query_string"], DEFAULT_POLICY, host
+            )
+        except InvalidTarget:
+            await PlainTextResponse("400", status_code=400)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class FloorWSGI:
+    """:class:`FloorASGI` for WSGI: the target and Host as gunicorn hands them
+    over (ASCII ``str``), encoded once each."""
+
+    def __init__(self, app: WSGIApplication) -> None:
+        self.app, self.checked, self.hosts = app, 0, HostCheck(None)
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        self.checked += 1
+        host = self.hosts.verdict(environ["HTTP_HOST"].encode("ascii"))
+        try:
+            environ["urlguard.target"] = PARSER.parse_target(
+                environ["RAW_URI"].encode("ascii"), DEFAULT_POLICY, host
+            )
+        except InvalidTarget:
+            start_response("400 Bad Request", [("Content-Type", "text/plain")])
+            return [b"400"]
+        return self.app(environ, start_response)
+
+
 async def hello(request: Request) -> PlainTextResponse:
     return PlainTextResponse(HELLO)
 
@@ -50,6 +99,7 @@ def starlette_app(layer: str, *, segment: bool = False, **guard: Any) -> Starlet
     middleware = {
         "bare": [],
         "noop": [Middleware(NoopASGI)],
+        "floor": [Middleware(FloorASGI)],
         "guarded": [Middleware(asgi.StrictURLMiddleware, **guard)],
     }[layer]
     if segment:
@@ -75,7 +125,12 @@ def flask_app(layer: str, *, segment: bool = False, **guard: Any) -> Flask:
     def wiki(title: str) -> str:
         return HELLO
 
-    wrap = {"bare": None, "noop": NoopWSGI, "guarded": wsgi.StrictURLMiddleware}[layer]
+    wrap = {
+        "bare": None,
+        "noop": NoopWSGI,
+        "floor": FloorWSGI,
+        "guarded": wsgi.StrictURLMiddleware,
+    }[layer]
     if wrap is not None:
         app.wsgi_app = wrap(app.wsgi_app, **guard)  # type: ignore[method-assign]
     return app
