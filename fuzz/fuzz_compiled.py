@@ -46,13 +46,13 @@ else:
 
 import urlguard._url.parser_c as compiled  # noqa: E402  (after the instrumented import)
 from conftest import verdict  # noqa: E402
-from test_parser_c import POLICY_VALUES  # noqa: E402
+from policy_tables import EVERY_SWITCH_VALUES  # noqa: E402
 
 
 def check(data: bytes) -> None:
     path, question, query = data.partition(b"?")
     host, newline, rest = data.partition(b"\n")
-    for policy in POLICY_VALUES:
+    for policy in EVERY_SWITCH_VALUES:
         if newline:
             _agree(f"{rest!r}, host {host!r} under {policy}", "parse_target", rest, policy, host)
         _agree(f"{data!r} under {policy}", "parse_target", data, policy)

@@ -27,10 +27,10 @@ with atheris.instrument_imports(include=["urlguard", "reference_parser"]):
     import reference_parser  # noqa: F401  (imported here so that it is instrumented)
     import urlguard  # noqa: F401
 
+from policy_tables import WITH_REFERENCE
 from reference_agreement import assert_agree
-from test_differential import POLICIES
 
-PAIRS = [param.values for param in POLICIES]
+PAIRS = [param.values for param in WITH_REFERENCE]
 
 
 def check(data: bytes) -> None:

@@ -26,62 +26,11 @@ from hypothesis import strategies as st
 import reference_parser as ref
 from conftest import Parser
 from fuzz_checks import seed_targets
+from policy_tables import LATIN1, WITH_REFERENCE
 from reference_agreement import assert_agree, reference_policy
 from urlguard import RULES, Policy
 
 P = pytest.param
-LATIN1 = ((0x20, 0x7E), (0xA0, 0xFF))
-
-# Each urlguard policy next to the reference's own spelling of the same switches.
-POLICIES = [
-    P(Policy(), ref.RefPolicy(), id="default"),
-    P(Policy.browser(), ref.browser(), id="browser"),
-    P(Policy(encoded_slash="keep"), ref.RefPolicy(keep_encoded_slash=True), id="keep slash"),
-    P(Policy(path_params="split"), ref.RefPolicy(path_params="split"), id="split params"),
-    P(Policy(path_params="reject"), ref.RefPolicy(path_params="reject"), id="reject params"),
-    P(
-        Policy(allowed_ranges=list(LATIN1)),
-        ref.RefPolicy(allowed_ranges=LATIN1),
-        id="latin-1 only",
-    ),
-    P(
-        Policy(
-            encoded_backslash="keep",
-            dot_segment="allow",
-            empty_segment="allow",
-            double_encoding="allow",
-            plus_as_space=False,
-        ),
-        ref.RefPolicy(
-            keep_encoded_backslash=True,
-            allow_dot_segments=True,
-            allow_empty_segments=True,
-            allow_double_encoding=True,
-            plus_as_space=False,
-        ),
-        id="lenient switches",
-    ),
-    P(
-        Policy(max_length=40, max_segments=4, max_params=3),
-        ref.RefPolicy(max_length=40, max_segments=4, max_params=3),
-        id="small limits",
-    ),
-    P(
-        Policy.browser(path_params="split", encoded_slash="keep", allow_chars="\r\n\u202e"),
-        ref.browser(path_params="split", keep_encoded_slash=True, allow_chars="\r\n\u202e"),
-        id="browser split keep allow-chars",
-    ),
-    P(
-        Policy(encoded_slash="keep", encoded_backslash="keep"),
-        ref.RefPolicy(keep_encoded_slash=True, keep_encoded_backslash=True),
-        id="keep both separators",
-    ),
-    P(
-        Policy(path_params="split", encoded_slash="keep", query_allow_chars="\r\n\u202e"),
-        ref.RefPolicy(path_params="split", keep_encoded_slash=True, query_allow_chars="\r\n\u202e"),
-        id="split keep query-allow-chars",
-    ),
-]
 
 
 def test_reference_policy_names_every_switch() -> None:
@@ -90,7 +39,7 @@ def test_reference_policy_names_every_switch() -> None:
         return {k: set(v) if isinstance(v, str) else v for k, v in values.items()}
 
     assert len(Policy.FIELDS) == len(dataclasses.fields(ref.RefPolicy))
-    for param in POLICIES:
+    for param in WITH_REFERENCE:
         policy, ref_policy = param.values
         assert switches(reference_policy(policy)) == switches(ref_policy)  # type: ignore[arg-type]
 
@@ -185,7 +134,7 @@ soup = st.lists(st.sampled_from(BENIGN_QUERY + HOSTILE), max_size=12).map(b"".jo
 targets = st.one_of(structured, structured, structured, soup, st.binary(max_size=30))
 
 
-@pytest.mark.parametrize(("policy", "ref_policy"), POLICIES)
+@pytest.mark.parametrize(("policy", "ref_policy"), WITH_REFERENCE)
 @settings(
     max_examples=500,
     deadline=None,
@@ -206,7 +155,7 @@ def test_urlguard_agrees_with_the_reference(
     assert_agree(raw, policy, ref_policy, parser)
 
 
-@pytest.mark.parametrize(("policy", "ref_policy"), POLICIES)
+@pytest.mark.parametrize(("policy", "ref_policy"), WITH_REFERENCE)
 def test_truth_table_targets_agree(
     parser: Parser, policy: Policy, ref_policy: ref.RefPolicy
 ) -> None:
@@ -357,7 +306,7 @@ def test_reference_utf8_is_strict_utf8(data: bytes) -> None:
     assert ref.utf8_decode(data) == expected
 
 
-@pytest.mark.parametrize(("policy", "ref_policy"), POLICIES)
+@pytest.mark.parametrize(("policy", "ref_policy"), WITH_REFERENCE)
 def test_every_edge_code_point(parser: Parser, policy: Policy, ref_policy: ref.RefPolicy) -> None:
     """Each code point at an edge of a forbidden, Latin-1 or UTF-8 range, escaped,
     alone and between letters, in a segment, a query name and a query value."""

@@ -26,12 +26,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import implementation_module, verdict
+from policy_tables import EVERY_SWITCH_VALUES
 from urlguard import InvalidTarget, Policy, Target
 from urlguard._url import grammar as g
 from urlguard._url.host import Host
 
 P = pytest.param
-ALL_EXTRA = g.to_str(g.ALLOWABLE_RAW_EXTRA)
 
 
 @pytest.fixture(scope="module")
@@ -43,40 +43,6 @@ def compiled() -> ModuleType:
 def reference() -> ModuleType:
     return implementation_module("python")
 
-
-POLICIES = [
-    P(Policy(), id="default"),
-    P(Policy.browser(), id="browser"),
-    P(Policy(encoded_slash="keep"), id="keep slash"),
-    P(Policy(encoded_backslash="keep", raw_path_extra="\\"), id="keep backslash, raw backslash"),
-    P(Policy(encoded_slash="keep", encoded_backslash="keep", path_params="split"), id="split keep"),
-    P(Policy(path_params="split"), id="split"),
-    P(Policy(path_params="reject"), id="reject params"),
-    P(Policy(allowed_ranges=[(0x20, 0x7E), (0xA0, 0xFF)]), id="latin-1"),
-    P(Policy(allowed_ranges=[(0x30, 0x39), (0x61, 0x7A), (0x4E00, 0x9FFF)]), id="narrow ranges"),
-    P(
-        Policy(
-            encoded_backslash="keep",
-            dot_segment="allow",
-            empty_segment="allow",
-            double_encoding="allow",
-            plus_as_space=False,
-        ),
-        id="lenient",
-    ),
-    P(Policy(max_length=40, max_segments=4, max_params=3), id="small limits"),
-    P(Policy(max_length=1, max_segments=1, max_params=1), id="limits of one"),
-    P(
-        Policy.browser(path_params="split", encoded_slash="keep", allow_chars="\r\n\u202e"),
-        id="browser split keep allow-chars",
-    ),
-    P(
-        Policy(raw_path_extra=ALL_EXTRA, raw_query_extra=ALL_EXTRA, allow_chars="\x00\x7f\ufffe"),
-        id="every raw extra",
-    ),
-    P(Policy(allowed_ranges=[(0x21, 0x7E)], plus_as_space=True), id="no space"),
-]
-POLICY_VALUES: list[Policy] = [param.values[0] for param in POLICIES]  # type: ignore[misc]
 
 # Tokens that reach every rule far more often than random bytes do.
 TOKENS = [
@@ -151,7 +117,7 @@ def assert_expected(
 
 
 @settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(raw=any_targets, policy=st.sampled_from(POLICY_VALUES))
+@given(raw=any_targets, policy=st.sampled_from(EVERY_SWITCH_VALUES))
 @example(raw=b"/", policy=Policy())
 @example(raw=b"", policy=Policy())
 def test_compiled_agrees_on_any_bytes(
@@ -161,7 +127,7 @@ def test_compiled_agrees_on_any_bytes(
 
 
 @settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(raw=valid_targets(), policy=st.sampled_from(POLICY_VALUES))
+@given(raw=valid_targets(), policy=st.sampled_from(EVERY_SWITCH_VALUES))
 def test_compiled_agrees_on_mostly_valid_targets(
     compiled: ModuleType, reference: ModuleType, raw: bytes, policy: Policy
 ) -> None:
@@ -172,7 +138,7 @@ def test_compiled_agrees_on_mostly_valid_targets(
 @given(
     path=st.one_of(valid_targets(), token_targets),
     query=st.one_of(token_targets, st.binary(max_size=40)),
-    policy=st.sampled_from(POLICY_VALUES),
+    policy=st.sampled_from(EVERY_SWITCH_VALUES),
 )
 def test_compiled_split_entry_agrees(
     compiled: ModuleType, reference: ModuleType, path: bytes, query: bytes, policy: Policy
@@ -193,7 +159,7 @@ HOSTS += [b"[::1]:8080", b"h", b"", b"a b", b"0x7f.1", b"a.com:", "a.com", "cafÃ
 @given(
     raw=st.one_of(valid_targets(), token_targets),
     host=st.one_of(st.sampled_from(HOSTS), st.binary(max_size=12)),
-    policy=st.sampled_from(POLICY_VALUES),
+    policy=st.sampled_from(EVERY_SWITCH_VALUES),
 )
 def test_compiled_agrees_with_a_host(
     compiled: ModuleType, reference: ModuleType, raw: bytes, host: Any, policy: Policy
@@ -230,7 +196,7 @@ def test_compiled_reads_the_host_header_as_the_reference(
 
 
 @settings(max_examples=300, deadline=None)
-@given(raw=st.text(max_size=40), policy=st.sampled_from(POLICY_VALUES))
+@given(raw=st.text(max_size=40), policy=st.sampled_from(EVERY_SWITCH_VALUES))
 def test_compiled_agrees_on_text(
     compiled: ModuleType, reference: ModuleType, raw: str, policy: Policy
 ) -> None:
@@ -278,7 +244,7 @@ AT_THE_END = [
 
 
 @pytest.mark.parametrize(("raw", "rule"), AT_THE_END)
-@pytest.mark.parametrize("policy", [Policy(), *POLICY_VALUES[2:6]])
+@pytest.mark.parametrize("policy", [Policy(), *EVERY_SWITCH_VALUES[2:6]])
 def test_pieces_ending_at_the_end_of_the_buffer(
     compiled: ModuleType, reference: ModuleType, raw: bytes, rule: str | None, policy: Policy
 ) -> None:
@@ -540,7 +506,7 @@ def test_many_policies_in_turn(compiled: ModuleType, reference: ModuleType) -> N
     alternating policies (per-route ones) and hundreds of them still give
     each its own answer; a copy or a pickle of a policy derives them anew."""
     targets = [b"/a%2Fb", b"/a;p=1/%C3%A9", b"/x?q=%E2%80%AE", b"/%C3%A9", b"/a//b"]
-    policies = [*POLICY_VALUES, *(Policy(max_length=n) for n in range(5, 200))]
+    policies = [*EVERY_SWITCH_VALUES, *(Policy(max_length=n) for n in range(5, 200))]
     for round_ in range(2):
         for policy in policies[round_:] + policies[:round_]:
             for raw in targets:
