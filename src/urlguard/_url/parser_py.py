@@ -29,7 +29,7 @@ from . import grammar as g
 from .errors import Component, InvalidTarget
 from .host import Host, authority_span, host_text, parse_host, same_authority
 from .policy import DEFAULT_POLICY, Policy
-from .target import Pairs, Target
+from .target import Pairs, Target, query_pairs
 
 #: What ``parse_target`` takes as a Host: the header's value, or a ``Host`` judged already.
 HostValue = bytes | bytearray | memoryview | str | Host | None
@@ -200,20 +200,24 @@ def _judged(host: object) -> Host | None:
 #    allows every printable character (Policy._path_printable_allowed,
 #    _query_printable_allowed, checked at construction over the characters
 #    outside).
-# 5. Split, the counts (too-many), then each segment's rules on the split
-#    text: no '.' or '..' segment, no empty one but the last (a '//'), no
-#    escape left in decoded text (double-encoding) where the policy says so.
-#    With no kept separator a segment has one part, so the rules of kept
-#    separators have nothing to look at; drive-letter needs one.
+# 5. The counts (too-many), then each segment's rules on the decoded text:
+#    no '.' or '..' segment, no empty one but the last (a '//'), no escape
+#    left in decoded text (double-encoding) where the policy says so. With
+#    no kept separator a segment has one part, so the rules of kept
+#    separators have nothing to look at; drive-letter needs one. Every '/'
+#    of the text separates, so the path has one segment more than it has
+#    '/' after the first; every '&' of the query separates, so it has at
+#    most one pair more than it has '&' (an empty piece is none), and only
+#    a query with more '&' than that is split to count its pairs. The
+#    Target keeps the two decoded texts and splits each the same way when
+#    it is first read (Target.segments, Target.query): a handler that
+#    reads neither pays for neither.
 
 # Escapes the quick path leaves to the rules: malformed ones (RFC 3986 §2.1:
 # pct-encoded = "%" HEXDIG HEXDIG, either case), and those of a separator
 # (RFC 3986 §2.2 reserved characters sent as data).
 _PATH_ESCAPES_TO_READ: Final = re.compile(rb"%(?:2[Ff]|5[Cc]|(?![0-9A-Fa-f]{2}))")
 _QUERY_ESCAPES_TO_READ: Final = re.compile(rb"%(?:26|3[Dd]|(?![0-9A-Fa-f]{2}))")
-# Each non-empty piece of a query between '&' (an empty one does not start a
-# match), as its name up to its first '=' and its value after it, or "".
-_PAIRS: Final = re.compile(r"(?=[^&])([^&=]*)=?([^&]*)")
 
 
 def _accept_quickly(
@@ -240,14 +244,17 @@ def _accept_quickly(
         text = path.decode()
         if not p._path_raw_is_text and p._path_text_bad.search(text):
             return None  # 4
-    segments = text.split("/")  # 5; the first, before the leading '/', is dropped below
-    if len(segments) > p.max_segments + 1:
+    slashes = text.count("/")  # 5: one more segment than '/' after the first
+    if slashes > p.max_segments:
         return None
     if p.empty_segment == "reject" and "//" in text:
         return None
-    if p.dot_segment == "reject" and "/." in text and ("." in segments or ".." in segments):
-        return None
-    pairs: Pairs = ()
+    if p.dot_segment == "reject" and "/." in text:
+        segments = text.split("/")
+        if "." in segments or ".." in segments:
+            return None
+    path_text = text
+    pieces: str | Pairs = ()
     if query is not None:
         if p.plus_as_space and _PLUS in query:
             query = query.replace(b"+", b" ")
@@ -266,12 +273,12 @@ def _accept_quickly(
             text = query.decode()
             if not p._query_raw_is_text and p._query_text_bad.search(text):
                 return None  # 4
-        pairs = tuple(_PAIRS.findall(text))  # 5
-        if len(pairs) > p.max_params:
+        # 5: at most one pair a piece between '&' (an empty one is none)
+        if text.count("&") >= p.max_params and len(query_pairs(text)) > p.max_params:
             return None
-    del segments[0]
-    params = ((),) * len(segments) if p.path_params == "split" else None
-    return Target(raw, tuple(segments), pairs, params, None, host)  # no authority: origin-form
+        pieces = text
+    params = ((),) * slashes if p.path_params == "split" else None
+    return Target(raw, path_text, pieces, params, None, host)  # no authority: origin-form
 
 
 def _unescape(raw: bytes) -> bytes:

@@ -9,6 +9,7 @@ target, equality, ``repr`` and the lookups by name.
 
 from __future__ import annotations
 
+import re
 from abc import ABCMeta
 from typing import Any, Final, Protocol
 
@@ -33,7 +34,10 @@ class Target(metaclass=ABCMeta):  # noqa: B024
 
     Built by the parsers as ``Target(raw, segments, query, params=...,
     authority=..., host=...)``; a target from the compiled parser is an instance of a
-    C type registered as a subclass, with the same attributes.
+    C type registered as a subclass, with the same attributes. The pure
+    parser may give ``segments`` as the decoded path (a ``str`` starting
+    with ``/``, every ``/`` in it a separator) and ``query`` as the decoded
+    query (every ``&`` a separator): they are split when first read.
     """
 
     __slots__ = ("_authority", "_host", "_params", "_query", "_raw", "_segments")
@@ -43,8 +47,8 @@ class Target(metaclass=ABCMeta):  # noqa: B024
     def __init__(
         self,
         raw: bytes,
-        segments: tuple[str, ...],
-        query: Pairs,
+        segments: tuple[str, ...] | str,
+        query: Pairs | str,
         params: tuple[Pairs, ...] | None = None,
         authority: str | None = None,
         host: Host | None = None,
@@ -99,20 +103,26 @@ class Target(metaclass=ABCMeta):  # noqa: B024
     def segments(self) -> tuple[str, ...]:
         """The decoded path segments: ``/`` is ``("",)``, ``/a/b/`` is ``("a", "b", "")``.
         Under ``path_params="split"`` each is the part before its first ``;``."""
-        return self._segments
+        segments = self._segments
+        if isinstance(segments, str):  # the decoded path, split when first read
+            segments = self._segments = tuple(segments[1:].split("/"))
+        return segments
 
     @property
     def params(self) -> tuple[Pairs, ...]:
         """Matrix parameters per segment under ``path_params="split"``, aligned
         with ``segments``; all empty under the other modes."""
         if self._params is None:
-            return ((),) * len(self._segments)
+            return ((),) * len(self.segments)
         return self._params
 
     @property
     def query(self) -> Pairs:
         """The decoded query pairs, in order; a piece without ``=`` has value ``""``."""
-        return self._query
+        query = self._query
+        if isinstance(query, str):  # the decoded query, split when first read
+            query = self._query = query_pairs(query)
+        return query
 
     def get(self, name: str, default: str | None = None) -> str | None:
         """The first value of query parameter ``name``, or ``default``."""
@@ -203,6 +213,17 @@ def host_of(host: Host | None, authority: str | None) -> Host:
     if authority is not None:
         return parse_host(authority.encode("ascii"), "target")
     return _NO_HOST
+
+
+# Each non-empty piece of a query between '&' (an empty one does not start a
+# match), as its name up to its first '=' and its value after it, or "".
+_PAIRS: Final = re.compile(r"(?=[^&])([^&=]*)=?([^&]*)")
+
+
+def query_pairs(text: str) -> Pairs:
+    """The pairs of a decoded query in which every '&' separates pieces and
+    the first '=' of a piece ends its name."""
+    return tuple(_PAIRS.findall(text))
 
 
 def first_value(query: Pairs, name: str, default: str | None) -> str | None:
