@@ -8,32 +8,29 @@ import doctest
 import random
 import re
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import urlguard.cli.audit
+import urlguard.cli.display
+import urlguard.cli.shapes
 from urlguard import InvalidTarget, Policy, parse_target
 from urlguard._guard.allowed_hosts import AllowedHosts
 from urlguard._url import grammar as g
 from urlguard._url.host import parse_host
-from urlguard.cli.audit import (
-    MAX_LINE,
-    Auditor,
-    Format,
-    client_of,
-    folds,
-    log_time,
-    shape_of,
-    shapes_of,
-)
+from urlguard.cli.audit import Auditor, Format, client_of, log_time
+from urlguard.cli.shapes import folds, shape_of, shapes_of
+from urlguard.cli.sources import MAX_LINE
 
 P = pytest.param
 
 
-def test_docstring_examples() -> None:
-    assert doctest.testmod(urlguard.cli.audit).failed == 0
+@pytest.mark.parametrize("module", [urlguard.cli.audit, urlguard.cli.display, urlguard.cli.shapes])
+def test_docstring_examples(module: ModuleType) -> None:
+    assert doctest.testmod(module).failed == 0
 
 
 def verdict(target: bytes, policy: Policy) -> str:

@@ -29,7 +29,7 @@ import urlguard.cli
 from conftest import run
 from urlguard import RULES, Policy, parse_target
 from urlguard.cli import main
-from urlguard.cli.audit import CHUNK, MAX_LINE
+from urlguard.cli.sources import CHUNK, MAX_LINE
 
 P = pytest.param
 ENTRY = Path(sys.executable).parent / "urlguard"

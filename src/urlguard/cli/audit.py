@@ -16,7 +16,7 @@ megabyte at a time; one ``findall`` of a precompiled regex pulls every request
 field out of the chunk and a ``Counter`` counts them, both in C. The
 distinct fields are looked up in a bounded cache of verdicts (emptied when
 full); those it misses are split and folded to their *shape* of request in
-bulk (see :func:`shape_of`: logs of distinct targets are mostly a few
+bulk (see :func:`~urlguard.cli.shapes.shape_of`: logs of distinct targets are mostly a few
 shapes), and their shapes' verdicts looked up, again in C. Python code runs
 once per rejected field and per new shape, and ``parse_target`` on a miss.
 
@@ -31,23 +31,22 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import gzip
-import io
 import operator
 import os
 import re
-import sys
-import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress, repeat
-from typing import IO, Final, Literal, Protocol, TypeVar, cast
+from typing import Final, Literal, Protocol, TypeVar, cast
 
 from .._guard.allowed_hosts import AllowedHosts, HostCheck
 from .._guard.routes import RouteTable, is_server_wide_options
 from .._url.errors import RULES, InvalidTarget
 from .._url.parser import parse_target
 from .._url.policy import Policy
+from .display import display
+from .shapes import Shape, folds, shape_of, shapes_of
+from .sources import MAX_LINE, AuditError, Source, open_source
 
 Format = Literal["auto", "combined", "common", "vhost_combined", "targets"]
 K = TypeVar("K")
@@ -64,12 +63,6 @@ UNPARSEABLE: Final = "unparseable"
 CACHE_SIZE: Final = 1 << 16
 #: Example targets kept per rule.
 EXAMPLES: Final = 3
-#: Bytes asked of the input at a time.
-CHUNK: Final = 1 << 20
-#: A longer line is not a log line; it is counted unparseable and skipped
-#: without keeping it in memory. (nginx and Apache refuse request lines over
-#: 8 KiB by default; a log line with headers stays far below this.)
-MAX_LINE: Final = 1 << 20
 #: Lines looked at to tell a log from a list of targets (``--format auto``).
 SAMPLE: Final = 16
 #: Bytes of an unparseable line kept as its example.
@@ -233,98 +226,6 @@ _SLASH: Final = ord("/")
 # origin-form or http(s) absolute-form.
 _LOOKS_LIKE_TARGET: Final = re.compile(rb"/|[Hh][Tt][Tt][Pp][Ss]?://")
 
-# --- Shapes: one verdict for targets that differ only in letters and digits ---
-#
-# Logs of crawlers, shops and APIs hold millions of distinct targets of a few
-# shapes (/products/1234/kg%2Fs). Outside escapes, the parser treats every
-# ASCII letter alike (a drive letter is any letter) and every digit alike, so
-# two origin-form targets of one shape get one verdict, provided the policy
-# allows every letter and digit (allowed_ranges may narrow that). The shape
-# is the target folded (digits to '0', the hex letters to 'a', the other
-# letters to 'x'; hex stays hex: "%2541" stays an escape after one decoding)
-# beside the four bytes after every '%' as they are: the escape, and the
-# escape it makes after one decoding (%25HH), so that what a first and a
-# second decoding give (a separator, a control, a dot) is that of the
-# target. Lengths and every other byte are kept (too-long, too-many, raw
-# bytes). Both halves are made in C, for a whole chunk at once.
-_FOLD: Final = bytes(
-    ord("0") if chr(b).isdigit() and b < 0x80
-    else ord("a") if chr(b) in "abcdefABCDEF"
-    else ord("x") if chr(b).isalpha() and b < 0x80
-    else b
-    for b in range(256)
-)  # fmt: skip
-_ALNUM: Final = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-# The (up to) four bytes after each '%', overlapping where escapes are near.
-# The shape's second half is the target less every byte more than four
-# past a '%' (the '%' kept): which bytes those are follows from where the
-# folded target has its '%' (folding keeps a '%'), so the two halves say
-# which byte is which. One substitution over many targets, one per line: a
-# byte is dropped when none of the four before it on its line is a '%'.
-_FAR_FROM_PERCENT: Final = re.compile(rb"(?<!%)(?<!%.)(?<!%..)(?<!%...)[^%\n]+")
-
-#: A target's shape: the target folded, and the bytes after its '%' kept.
-Shape = tuple[bytes, bytes]
-
-
-def shape_of(target: bytes) -> Shape | None:
-    """The shape of an origin-form target (``None`` for any other form:
-    the scheme and host of absolute-form are not folded; and for a target
-    with a line break, which no logged target holds).
-
-    >>> shape_of(b"/products/1234/kg%2Fs?page=2")
-    (b'/xxxaxaxx/0000/xx%0ax?xaxa=0', b'%2Fs?')
-    """
-    if target[:1] != b"/" or b"\n" in target:
-        return None
-    return target.translate(_FOLD), _FAR_FROM_PERCENT.sub(b"", target)
-
-
-def shapes_of(targets: list[bytes]) -> list[Shape]:
-    """:func:`shape_of` of many targets at once, in C. A target not in
-    origin-form gets a shape too; no target in origin-form has it (folding
-    keeps the first byte's '/' or its absence)."""
-    joined = b"\n".join(targets)
-    if joined.count(b"\n") != len(targets) - 1:  # a line break in a target
-        return [shape_of(target) or (b"\n", b"") for target in targets]
-    folded = joined.translate(_FOLD).split(b"\n")
-    return list(zip(folded, _FAR_FROM_PERCENT.sub(b"", joined).split(b"\n"), strict=True))
-
-
-def folds(policy: Policy) -> bool:
-    """Whether ``policy`` allows every ASCII letter and digit in the path
-    and the query, so that a target's shape decides its verdict."""
-    return all(policy.allows_char(c) and policy.allows_char(c, "query") for c in _ALNUM)
-
-
-# --- Display ----------------------------------------------------------------
-
-# Printable ASCII stays; '\' becomes '\\' so that '\xHH' is never ambiguous;
-# everything else is '\xHH'.
-_DISPLAY: Final[tuple[str, ...]] = tuple(
-    "\\\\" if b == _BACKSLASH else chr(b) if 0x20 <= b <= 0x7E else f"\\x{b:02X}"
-    for b in range(256)
-)
-
-
-def display_pieces(raw: bytes) -> list[str]:
-    """One printable-ASCII string per byte of ``raw`` (see :func:`display`)."""
-    return [_DISPLAY[b] for b in raw]
-
-
-def display(raw: bytes, limit: int | None = None) -> str:
-    """``raw`` escaped for a terminal or a log line: printable ASCII as is,
-    ``\\`` as ``\\\\``, every other byte as ``\\xHH``. Never a control
-    character, never a line break. With ``limit``, at most that many bytes are
-    shown, then ``...``.
-
-        >>> display(b"/caf\\xc3\\xa9\\r\\n")
-        '/caf\\\\xC3\\\\xA9\\\\x0D\\\\x0A'
-    """
-    if limit is not None and len(raw) > limit:
-        return "".join(_DISPLAY[b] for b in raw[:limit]) + "..."
-    return "".join(_DISPLAY[b] for b in raw)
-
 
 def unescape_log(field: bytes) -> bytes:
     """Undo the escaping nginx and Apache apply to a logged request line.
@@ -345,10 +246,6 @@ def _unescape_one(match: re.Match[bytes]) -> bytes:
 
 
 # --- Errors and reports -----------------------------------------------------
-
-
-class AuditError(Exception):
-    """An input that cannot be audited; ``str()`` is one printable line."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -414,7 +311,7 @@ class Observer(Protocol):
     came: its count, the rule that rejects it, the clients that sent it and
     when it was first and last sent (seconds since the epoch; ``None`` when
     no time was logged), and its shape when the auditor made it (see
-    :func:`shape_of`). ``status`` is ``None`` for a list of targets."""
+    :func:`~urlguard.cli.shapes.shape_of`). ``status`` is ``None`` for a list of targets."""
 
     def count_statuses(self, counts: Mapping[int | None, int]) -> object: ...
 
@@ -465,7 +362,7 @@ class Auditor:
         #: With an observer: requests answered 2xx/3xx that are refused for
         #: their host, per rule. They are never shown to the observer.
         self.host_stops: Counter[str] = Counter()
-        # Verdicts per shape and policy (see shape_of), and whether a policy
+        # Verdicts per shape and policy (see shapes.shape_of), and whether a policy
         # of the table lets shapes decide (by id: the table keeps them alive).
         self._shapes: dict[tuple[int, Shape], str] = {}
         # Verdicts per request shape (see _request_shape).
@@ -476,7 +373,7 @@ class Auditor:
         self._folds: dict[int, bool] = {}
         # Whether a request field's shape decides its verdict: one policy
         # (per-route policies are chosen by the path itself) that allows
-        # every letter and digit (see folds).
+        # every letter and digit (see shapes.folds).
         self._shaping = not self._routes.routes and folds(self._routes.policy)
         self._unparseable_examples: list[str] = []
         # One tally for every verdict: OK, UNPARSEABLE and each rule code.
@@ -496,7 +393,7 @@ class Auditor:
         (recognised by its magic bytes, whatever its name). Raises
         :class:`AuditError` for a file that cannot be read or is not a log."""
         shown = "<stdin>" if name == "-" else display(os.fsencode(name), limit=200)
-        with _open(name, shown) as source:
+        with open_source(name, shown) as source:
             bar = progress(shown) if progress is not None else None
             try:
                 self._feed_source(source, shown, bar)
@@ -532,7 +429,7 @@ class Auditor:
 
     # -- reading ---------------------------------------------------------------
 
-    def _feed_source(self, source: _Source, shown: str, bar: Progress | None) -> None:
+    def _feed_source(self, source: Source, shown: str, bar: Progress | None) -> None:
         fmt = self._format
         sample: list[bytes] = []  # --format auto: the first runs of lines
         sampled = 0  # non-blank lines in the sample
@@ -968,7 +865,7 @@ class Auditor:
         """The key of a request field's verdict among those of its shape
         (when the policy lets shapes decide, see ``_shaping``): its method
         and version as they are and its target's shape (see
-        :func:`shape_of`); ``None`` when the shape does not decide the
+        :func:`~urlguard.cli.shapes.shape_of`); ``None`` when the shape does not decide the
         verdict: a field with log escapes (the field is not yet the request
         line) or a target not in origin-form. The request line's grammar
         reads only the method, the spaces and the version."""
@@ -1054,130 +951,3 @@ def _remember(cache: dict[K, str], key: K, verdict: str) -> None:
     if len(cache) >= CACHE_SIZE:
         cache.clear()
     cache[key] = verdict
-
-
-# --- Opening inputs -----------------------------------------------------------
-
-
-class _Source:
-    """One opened input: plain or gzip, a file or standard input."""
-
-    def __init__(self, shown: str, raw: IO[bytes], owned: bool) -> None:
-        self.shown = shown
-        self._raw = raw
-        self._owned = owned
-        self._seekable = False
-        try:
-            self._seekable = raw.seekable()
-        except (OSError, ValueError, io.UnsupportedOperation):
-            self._seekable = False
-        head = _peek(raw, 2)
-        self.gzip = head == b"\x1f\x8b"  # RFC 1952 §2.3.1: ID1 ID2
-        self._gzip_file = gzip.GzipFile(fileobj=raw, mode="rb") if self.gzip else None
-        #: Lines longer than MAX_LINE, dropped while reading.
-        self.overlong = 0
-
-    def __enter__(self) -> _Source:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._gzip_file is not None:
-            self._gzip_file.close()  # does not close the file it wraps
-        if self._owned:
-            self._raw.close()
-
-    def batches(self) -> Iterator[bytes]:
-        """The input as runs of whole lines, each line ending in ``\\n``, about
-        a chunk at a time (a last line without a line break gets one).
-
-        A control byte (a NUL) is left in its line, which is then
-        unparseable: one bad line never stops the rest. Raises
-        :class:`AuditError` on broken gzip data."""
-        stream = self._gzip_file if self._gzip_file is not None else self._raw
-        # Whole chunks from a file; from a pipe, whatever is available (read1),
-        # so that lines are counted and progress moves while the writer is slow.
-        read: Callable[[int], bytes] = (
-            stream.read if self._seekable else getattr(stream, "read1", stream.read)
-        )
-        carry = b""  # the start of a line continued in the next chunk
-        skipping = False  # inside an overlong line, dropping it
-        while True:
-            chunk = self._read(read)
-            if not chunk:
-                break
-            if skipping:
-                end = chunk.find(b"\n")
-                if end < 0:
-                    continue
-                chunk = chunk[end + 1 :]  # the rest of the overlong line
-                skipping = False
-            if carry:  # a line began in an earlier chunk
-                end = chunk.find(b"\n")
-                if len(carry) + (len(chunk) if end < 0 else end) > MAX_LINE:
-                    self.overlong += 1  # one unparseable line, dropped
-                    carry = b""
-                    if end < 0:
-                        skipping = True
-                        continue
-                    chunk = chunk[end + 1 :]
-                elif end < 0:
-                    carry += chunk
-                    continue
-            end = chunk.rfind(b"\n")
-            if end < 0:
-                carry = chunk  # at most CHUNK == MAX_LINE bytes
-                continue
-            body = carry + chunk[: end + 1]
-            carry = chunk[end + 1 :]
-            yield body
-        if carry:
-            yield carry + b"\n"
-
-    def _read(self, read: Callable[[int], bytes]) -> bytes:
-        try:
-            return read(CHUNK)
-        except EOFError:
-            raise AuditError(
-                f"{self.shown}: truncated gzip data (the compressed stream ends early)"
-            ) from None
-        except (gzip.BadGzipFile, zlib.error):
-            raise AuditError(f"{self.shown}: not valid gzip data") from None
-        except OSError as error:
-            raise AuditError(f"{self.shown}: cannot read: {_strerror(error)}") from None
-
-
-def _open(name: str, shown: str) -> _Source:
-    if name == "-":
-        stdin = getattr(sys.stdin, "buffer", None)
-        if stdin is None:
-            raise AuditError("-: standard input is not available")
-        return _Source("<stdin>", stdin, owned=False)
-    try:
-        raw = open(name, "rb")  # noqa: SIM115 (closed by _Source.__exit__)
-    except OSError as error:
-        raise AuditError(f"{shown}: cannot read: {_strerror(error)}") from None
-    try:
-        return _Source(shown, raw, owned=True)
-    except OSError as error:
-        raw.close()
-        raise AuditError(f"{shown}: cannot read: {_strerror(error)}") from None
-    except BaseException:
-        raw.close()
-        raise
-
-
-def _peek(raw: IO[bytes], size: int) -> bytes:
-    peek = getattr(raw, "peek", None)
-    if peek is not None:
-        head: bytes = peek(size)[:size]
-        return head
-    if raw.seekable():
-        position = raw.tell()
-        head = raw.read(size)
-        raw.seek(position)
-        return head
-    return b""
-
-
-def _strerror(error: OSError) -> str:
-    return error.strerror or type(error).__name__

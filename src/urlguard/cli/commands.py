@@ -59,14 +59,13 @@ from .._guard.routes import RouteTable
 from .audit import (
     FORMATS,
     HOST_FORMATS,
-    AuditError,
     Auditor,
     Progress,
     ProgressFactory,
     Report,
-    display,
 )
-from .audit import display_pieces as _display_pieces
+from .display import display, display_pieces
+from .sources import AuditError
 from .suggest import SITE_FACTOR, Ledger, Suggestion, Thresholds, suggest, toml_string
 
 #: Exit codes (pinned).
@@ -400,7 +399,7 @@ def _accepted_text(raw: bytes, target: Target) -> str:
 
 
 def _rejected_text(raw: bytes, error: InvalidTarget) -> str:
-    pieces = _display_pieces(raw)
+    pieces = display_pieces(raw)
     offset = min(max(error.offset, 0), len(raw))
     start = max(0, offset - _CONTEXT)
     end = min(len(raw), offset + _CONTEXT)

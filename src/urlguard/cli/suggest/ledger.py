@@ -19,7 +19,7 @@ from urllib.parse import unquote_to_bytes
 from ..._guard.routes import RouteTable, path_of
 from ..._url.errors import InvalidTarget
 from ..._url.policy import Policy
-from ..audit import Shape, folds, shape_of
+from ..shapes import Shape, folds, shape_of
 from .evidence import (
     StatusClass,
     client_key,
@@ -151,7 +151,7 @@ class Ledger:
         self._failed: dict[bytes, int] = {}
         # Each logged client's network and key (bounded): a client sends many.
         self._who: dict[bytes, tuple[bytes, bytes]] = {}
-        # Analyses per shape and policy (see audit.shape_of), bounded; and
+        # Analyses per shape and policy (see shapes.shape_of), bounded; and
         # whether a policy of the table lets shapes decide (by id: the table
         # keeps its policies alive).
         self._shapes: dict[tuple[int, Shape], Analysis] = {}
@@ -182,7 +182,7 @@ class Ledger:
         """Note ``count`` requests for ``target`` answered ``status`` that the
         current policy rejects under ``rule`` (a rule code, or the error),
         sent by ``clients`` between ``first`` and ``last``; ``shape``: the
-        target's shape when the caller made it (see ``audit.shape_of``).
+        target's shape when the caller made it (see ``shapes.shape_of``).
         (Count them with :meth:`count_statuses` too.)"""
         code = rule if isinstance(rule, str) else rule.rule
         self.observe_rows(

@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterable, Sequence
 from itertools import compress, repeat
 from typing import Final, cast
 
-from ..audit import display
+from ..display import display
 from .evidence import (
     COUNTED,
     Counted,

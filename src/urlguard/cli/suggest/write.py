@@ -18,7 +18,8 @@ from ..._guard.config import config_from_mapping
 from ..._guard.routes import RouteTable
 from ..._url.errors import RULES
 from ..._url.policy import Policy
-from ..audit import Report, display
+from ..audit import Report
+from ..display import display
 from .evidence import COUNTED, SITE_FACTOR, Thresholds
 from .ledger import MAX_CAUSES, MAX_FIRST_SEGMENTS, Ledger
 from .read import CHAR_KEYS, STRICT, judge
