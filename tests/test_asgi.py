@@ -25,6 +25,7 @@ import pytest
 from starlette.responses import PlainTextResponse
 
 from conftest import Parser
+from routing_copy import assert_routing_copy
 from urlguard import InvalidTarget, Policy, Target
 from urlguard.asgi import StrictURLMiddleware
 
@@ -352,12 +353,7 @@ def test_a_kept_slash_reaches_the_app_on_the_routing_path(
     before = copy.deepcopy(scope)
     assert response(call(app, scope)).status == 200
     (seen,) = inner.scopes
-    assert seen["path"] == path
-    assert seen is not scope  # a copy: the server's scope is left as it was
-    assert {k: v for k, v in scope.items() if not k.startswith("urlguard.")} == before
-    others = {k: v for k, v in seen.items() if k != "path" and not k.startswith("urlguard.")}
-    assert others == {k: v for k, v in before.items() if k != "path"}
-    assert seen["urlguard.target"] is scope["urlguard.target"]
+    assert_routing_copy(seen, scope, before, "path", path)
 
 
 def test_without_a_kept_slash_the_scope_is_the_servers(parser: Parser) -> None:

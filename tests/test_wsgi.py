@@ -26,6 +26,7 @@ from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
 from conftest import Parser
+from routing_copy import assert_routing_copy
 from urlguard import RULES, InvalidTarget, Policy, Target
 from urlguard.wsgi import StrictURLMiddleware
 
@@ -426,12 +427,7 @@ def test_a_kept_slash_reaches_the_app_on_the_routing_path(
     before = {k: v for k, v in environ.items() if k != "wsgi.input"}
     assert call(app, environ).status == 200
     (seen,) = inner.environs
-    assert seen["PATH_INFO"] == path_info
-    assert seen is not environ
-    assert environ["PATH_INFO"] == before["PATH_INFO"]
-    others = {k: v for k, v in seen.items() if k in before and k != "PATH_INFO"}
-    assert others == {k: v for k, v in before.items() if k != "PATH_INFO"}
-    assert seen["urlguard.target"] is environ["urlguard.target"]
+    assert_routing_copy(seen, environ, before, "PATH_INFO", path_info, unseen={"wsgi.input"})
 
 
 def test_without_a_kept_slash_the_environ_is_the_servers(parser: Parser) -> None:
