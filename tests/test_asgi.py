@@ -24,9 +24,9 @@ from urllib.parse import unquote_to_bytes
 import pytest
 from starlette.responses import PlainTextResponse
 
+from adapter_checks import Expected, assert_answer, assert_routing_copy, assert_verdict
 from conftest import Parser
-from routing_copy import assert_routing_copy
-from urlguard import InvalidTarget, Policy, Target
+from urlguard import InvalidTarget, Policy
 from urlguard.asgi import StrictURLMiddleware
 
 P = pytest.param
@@ -173,20 +173,6 @@ def guarded(parser: Parser, **options: Any) -> Guarded:
 
 # --- truth table: every server shape, with and without root_path ----------------------------
 
-Expected = tuple[str, ...] | str | None  # segments, a rule code, or None: the server refuses it
-
-
-def _assert_verdict(status: int, body: bytes, seen: list[Scope], expected: Expected) -> None:
-    """Accepted with these segments (a tuple), or a 400 naming the rule (a str)."""
-    if isinstance(expected, tuple):
-        assert status == 200
-        assert seen[0]["urlguard.target"].segments == expected
-    else:
-        assert status == 400
-        assert isinstance(expected, str)
-        assert expected.encode() in body
-
-
 CASES: list[tuple[str, bytes, Expected, Expected]] = [
     # id, wire target, result on EXACT servers, result on REDUCING servers
     ("plain", b"/echo/a?q=a+b", ("echo", "a"), ("echo", "a")),
@@ -258,19 +244,8 @@ def test_server_shapes(
     app, inner = guarded(parser)
     scope = server_scope(server, wire, root_path=root)
     status, headers, body = response(call(app, scope))
-    if isinstance(expected, tuple):
-        assert status == 200
-        (seen,) = inner.scopes
-        target = seen["urlguard.target"]
-        assert isinstance(target, Target)
-        assert target.segments == expected
-    else:
-        assert status == 400
-        assert inner.scopes == []
-        assert isinstance(expected, str)
-        assert expected.encode() in body
-        assert MARK.lower() not in body.lower()
-        assert headers[b"content-length"] == str(len(body)).encode()
+    length = headers.get(b"content-length", b"").decode()
+    assert_answer(status, body, length, inner.scopes, expected, MARK)
 
 
 ROOT_CASES = [
@@ -458,7 +433,7 @@ def test_missing_raw_path_validate_decoded(
 ) -> None:
     app, inner = guarded(parser, missing_raw_target="validate-decoded")
     status, _, body = response(call(app, _without_raw_path("missing", path, query)))
-    _assert_verdict(status, body, inner.scopes, expected)
+    assert_verdict(status, body, inner.scopes, expected)
 
 
 def test_validate_decoded_strips_root_path(parser: Parser) -> None:
