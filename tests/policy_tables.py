@@ -18,6 +18,14 @@ from urlguard._url import grammar as g
 P = pytest.param
 ALL_EXTRA = g.to_str(g.ALLOWABLE_RAW_EXTRA)
 LATIN1 = ((0x20, 0x7E), (0xA0, 0xFF))
+# Escaped backslash kept; dot and empty segments and double encoding allowed; '+' kept as '+'.
+LENIENT = Policy(
+    encoded_backslash="keep",
+    dot_segment="allow",
+    empty_segment="allow",
+    double_encoding="allow",
+    plus_as_space=False,
+)
 
 EVERY_SWITCH = [
     P(Policy(), id="default"),
@@ -29,16 +37,7 @@ EVERY_SWITCH = [
     P(Policy(path_params="reject"), id="reject params"),
     P(Policy(allowed_ranges=[(0x20, 0x7E), (0xA0, 0xFF)]), id="latin-1"),
     P(Policy(allowed_ranges=[(0x30, 0x39), (0x61, 0x7A), (0x4E00, 0x9FFF)]), id="narrow ranges"),
-    P(
-        Policy(
-            encoded_backslash="keep",
-            dot_segment="allow",
-            empty_segment="allow",
-            double_encoding="allow",
-            plus_as_space=False,
-        ),
-        id="lenient",
-    ),
+    P(LENIENT, id="lenient"),
     P(Policy(max_length=40, max_segments=4, max_params=3), id="small limits"),
     P(Policy(max_length=1, max_segments=1, max_params=1), id="limits of one"),
     P(
@@ -66,13 +65,7 @@ WITH_REFERENCE = [
         id="latin-1 only",
     ),
     P(
-        Policy(
-            encoded_backslash="keep",
-            dot_segment="allow",
-            empty_segment="allow",
-            double_encoding="allow",
-            plus_as_space=False,
-        ),
+        LENIENT,
         ref.RefPolicy(
             keep_encoded_backslash=True,
             allow_dot_segments=True,

@@ -24,8 +24,9 @@ from urllib.parse import unquote_to_bytes
 import pytest
 from starlette.responses import PlainTextResponse
 
+from adapter_checks import Expected, assert_answer, assert_routing_copy, assert_verdict
 from conftest import Parser
-from urlguard import InvalidTarget, Policy, Target
+from urlguard import InvalidTarget, Policy
 from urlguard.asgi import StrictURLMiddleware
 
 P = pytest.param
@@ -172,20 +173,6 @@ def guarded(parser: Parser, **options: Any) -> Guarded:
 
 # --- truth table: every server shape, with and without root_path ----------------------------
 
-Expected = tuple[str, ...] | str | None  # segments, a rule code, or None: the server refuses it
-
-
-def _assert_verdict(status: int, body: bytes, seen: list[Scope], expected: Expected) -> None:
-    """Accepted with these segments (a tuple), or a 400 naming the rule (a str)."""
-    if isinstance(expected, tuple):
-        assert status == 200
-        assert seen[0]["urlguard.target"].segments == expected
-    else:
-        assert status == 400
-        assert isinstance(expected, str)
-        assert expected.encode() in body
-
-
 CASES: list[tuple[str, bytes, Expected, Expected]] = [
     # id, wire target, result on EXACT servers, result on REDUCING servers
     ("plain", b"/echo/a?q=a+b", ("echo", "a"), ("echo", "a")),
@@ -257,19 +244,8 @@ def test_server_shapes(
     app, inner = guarded(parser)
     scope = server_scope(server, wire, root_path=root)
     status, headers, body = response(call(app, scope))
-    if isinstance(expected, tuple):
-        assert status == 200
-        (seen,) = inner.scopes
-        target = seen["urlguard.target"]
-        assert isinstance(target, Target)
-        assert target.segments == expected
-    else:
-        assert status == 400
-        assert inner.scopes == []
-        assert isinstance(expected, str)
-        assert expected.encode() in body
-        assert MARK.lower() not in body.lower()
-        assert headers[b"content-length"] == str(len(body)).encode()
+    length = headers.get(b"content-length", b"").decode()
+    assert_answer(status, body, length, inner.scopes, expected, MARK)
 
 
 ROOT_CASES = [
@@ -352,12 +328,7 @@ def test_a_kept_slash_reaches_the_app_on_the_routing_path(
     before = copy.deepcopy(scope)
     assert response(call(app, scope)).status == 200
     (seen,) = inner.scopes
-    assert seen["path"] == path
-    assert seen is not scope  # a copy: the server's scope is left as it was
-    assert {k: v for k, v in scope.items() if not k.startswith("urlguard.")} == before
-    others = {k: v for k, v in seen.items() if k != "path" and not k.startswith("urlguard.")}
-    assert others == {k: v for k, v in before.items() if k != "path"}
-    assert seen["urlguard.target"] is scope["urlguard.target"]
+    assert_routing_copy(seen, scope, before, "path", path)
 
 
 def test_without_a_kept_slash_the_scope_is_the_servers(parser: Parser) -> None:
@@ -462,7 +433,7 @@ def test_missing_raw_path_validate_decoded(
 ) -> None:
     app, inner = guarded(parser, missing_raw_target="validate-decoded")
     status, _, body = response(call(app, _without_raw_path("missing", path, query)))
-    _assert_verdict(status, body, inner.scopes, expected)
+    assert_verdict(status, body, inner.scopes, expected)
 
 
 def test_validate_decoded_strips_root_path(parser: Parser) -> None:

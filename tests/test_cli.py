@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 import urlguard.cli
-from conftest import run
+from conftest import Ran, run
 from urlguard import RULES, Policy, parse_target
 from urlguard.cli import main
 from urlguard.cli.sources import CHUNK, MAX_LINE
@@ -52,6 +52,14 @@ def assert_one_line_error(err: str) -> None:
     assert err.endswith("\n")
     assert err.count("\n") == 1
     assert err.isascii()
+
+
+def assert_usage_error(ran: Ran, says: str) -> None:
+    """Exit status 2, nothing on stdout, and one line on stderr that says ``says``."""
+    code, out, err = ran
+    assert (code, out) == (2, "")
+    assert_one_line_error(err)
+    assert says in err
 
 
 # --- check: verdicts ----------------------------------------------------------------------
@@ -341,10 +349,7 @@ def test_bad_config_is_a_usage_error(
     config = tmp_path / "bad.toml"
     config.write_text(toml)
     for command, operand in (("check", "/a"), ("audit", "-")):
-        code, out, err = run(capsys, command, "--config", str(config), operand)
-        assert (code, out) == (2, "")
-        assert_one_line_error(err)
-        assert named in err
+        assert_usage_error(run(capsys, command, "--config", str(config), operand), named)
 
 
 def test_missing_config_is_a_usage_error(
@@ -865,10 +870,7 @@ def test_audit_says_so_when_no_line_parses(
 ) -> None:
     path = tmp_path / "access.log"
     path.write_bytes(content)
-    code, out, err = run(capsys, "audit", *options, str(path))
-    assert (code, out) == (2, "")
-    assert_one_line_error(err)
-    assert says in err
+    assert_usage_error(run(capsys, "audit", *options, str(path)), says)
 
 
 def test_audit_no_line_parses_in_the_log_format(
@@ -957,10 +959,7 @@ def test_audit_bad_input_in_process(
 ) -> None:
     argv, says = _bad_inputs(tmp_path)[case]
     monkeypatch.chdir(tmp_path)
-    code, out, err = run(capsys, "audit", *argv)
-    assert (code, out) == (2, "")
-    assert_one_line_error(err)
-    assert says in err
+    assert_usage_error(run(capsys, "audit", *argv), says)
 
 
 @pytest.mark.parametrize("command", PROGRAMS)
@@ -1092,10 +1091,10 @@ def test_audit_no_line_in_vhost_combined_format(
 ) -> None:
     path = tmp_path / "access.log"
     path.write_bytes(log([combined(b"GET / HTTP/1.1")] * 3))
-    code, out, err = run(capsys, "audit", "--format", "vhost_combined", str(path))
-    assert (code, out) == (2, "")
-    assert_one_line_error(err)
-    assert "no line is in the vhost_combined log format ('%v:%p %h %l %u' and" in err
+    assert_usage_error(
+        run(capsys, "audit", "--format", "vhost_combined", str(path)),
+        "no line is in the vhost_combined log format ('%v:%p %h %l %u' and",
+    )
 
 
 ALLOWED = [

@@ -25,8 +25,9 @@ import pytest
 from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
+from adapter_checks import Expected, assert_answer, assert_routing_copy, assert_verdict
 from conftest import Parser
-from urlguard import RULES, InvalidTarget, Policy, Target
+from urlguard import RULES, InvalidTarget, Policy
 from urlguard.wsgi import StrictURLMiddleware
 
 P = pytest.param
@@ -178,22 +179,6 @@ def guarded(parser: Parser, **options: Any) -> Guarded:
 
 # --- truth table: servers that give the raw target --------------------------------------------
 
-Expected = tuple[str, ...] | str | None  # segments, a rule code, or None: the server refuses it
-
-
-def _assert_verdict(
-    status: int, body: bytes, seen: list[WSGIEnvironment], expected: Expected
-) -> None:
-    """Accepted with these segments (a tuple), or a 400 naming the rule (a str)."""
-    if isinstance(expected, tuple):
-        assert status == 200
-        assert seen[0]["urlguard.target"].segments == expected
-    else:
-        assert status == 400
-        assert isinstance(expected, str)
-        assert expected.encode() in body
-
-
 CASES: list[tuple[str, bytes, Expected, Expected, Expected]] = [
     # id, wire target, gunicorn, waitress, werkzeug dev server
     ("plain", b"/echo/a?q=a+b", ("echo", "a"), ("echo", "a"), ("echo", "a")),
@@ -234,18 +219,7 @@ def _server_params() -> list[Any]:
 def test_server_shapes(parser: Parser, server: str, wire: bytes, expected: Expected) -> None:
     app, inner = guarded(parser)
     status, headers, body = call(app, server_environ(server, wire))
-    if isinstance(expected, tuple):
-        assert status == 200
-        target = inner.environs[0]["urlguard.target"]
-        assert isinstance(target, Target)
-        assert target.segments == expected
-    else:
-        assert status == 400
-        assert inner.environs == []
-        assert isinstance(expected, str)
-        assert expected.encode() in body
-        assert MARK.lower() not in body.lower()
-        assert headers["Content-Length"] == str(len(body))
+    assert_answer(status, body, headers.get("Content-Length", ""), inner.environs, expected, MARK)
 
 
 def test_werkzeug_double_encoding_is_undone(
@@ -307,7 +281,7 @@ def test_raw_target_sources(parser: Parser, keys: dict[str, Any], expected: Expe
     environ = server_environ("wsgiref", b"/ok")
     environ.update(keys)
     status, _, body = call(app, environ)
-    _assert_verdict(status, body, inner.environs, expected)
+    assert_verdict(status, body, inner.environs, expected)
     if isinstance(expected, str):
         assert inner.environs == []
         assert [rule for rule in RULES if rule.encode() in body] == [expected]
@@ -426,12 +400,7 @@ def test_a_kept_slash_reaches_the_app_on_the_routing_path(
     before = {k: v for k, v in environ.items() if k != "wsgi.input"}
     assert call(app, environ).status == 200
     (seen,) = inner.environs
-    assert seen["PATH_INFO"] == path_info
-    assert seen is not environ
-    assert environ["PATH_INFO"] == before["PATH_INFO"]
-    others = {k: v for k, v in seen.items() if k in before and k != "PATH_INFO"}
-    assert others == {k: v for k, v in before.items() if k != "PATH_INFO"}
-    assert seen["urlguard.target"] is environ["urlguard.target"]
+    assert_routing_copy(seen, environ, before, "PATH_INFO", path_info, unseen={"wsgi.input"})
 
 
 def test_without_a_kept_slash_the_environ_is_the_servers(parser: Parser) -> None:
@@ -535,7 +504,7 @@ def test_no_raw_target_validate_decoded(
 ) -> None:
     app, inner = guarded(parser, missing_raw_target="validate-decoded")
     status, _, body = call(app, server_environ(server, wire))
-    _assert_verdict(status, body, inner.environs, expected)
+    assert_verdict(status, body, inner.environs, expected)
 
 
 def test_validate_decoded_keeps_the_query_exact(parser: Parser) -> None:

@@ -39,7 +39,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Final, TypeAlias
 
 # The public API, as any other user of urlguard would call it.
 from .. import (
@@ -67,6 +67,10 @@ from .audit import (
 from .display import display, display_pieces
 from .sources import AuditError
 from .suggest import SITE_FACTOR, Ledger, Suggestion, Thresholds, suggest, toml_string
+
+#: What runs a subcommand: its parsed arguments in, its exit status out.
+_Handler: TypeAlias = Callable[[argparse.Namespace], int]
+_Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 #: Exit codes (pinned).
 EXIT_OK: Final = 0
@@ -123,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse: --help (0) or a usage error (2)
         return exit_.code if isinstance(exit_.code, int) else EXIT_ERROR
-    command: Callable[[argparse.Namespace], int] = args.command
+    command: _Handler = args.command
     try:
         return command(args)
     except _Error as error:
@@ -166,15 +170,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
 
-    check = commands.add_parser(
+    check = _checking_command(
+        commands,
         "check",
+        _check,
+        inputs=("targets", "TARGET"),
+        json_help="one JSON object per target and line: target, ok, rule, segments, query",
         help="check request targets given on the command line",
         description="Check each TARGET (origin-form '/path?query' or http(s) absolute-form, "
         "exactly as a client would send it) and show its decoded segments and query, or "
         "the rule it breaks with a caret under the offending byte.",
         epilog=_EXIT_HELP,
     )
-    _policy_options(check)
     check.add_argument(
         "--host",
         metavar="HOST",
@@ -182,16 +189,16 @@ def _parser() -> argparse.ArgumentParser:
         "host-not-allowed outside the config's allowed_hosts), and an absolute-form "
         "target must name the same authority",
     )
-    check.add_argument(
-        "--json",
-        action="store_true",
-        help="one JSON object per target and line: target, ok, rule, segments, query",
-    )
-    check.add_argument("targets", nargs="+", metavar="TARGET")
-    check.set_defaults(command=_check)
 
-    audit = commands.add_parser(
+    audit = _checking_command(
+        commands,
         "audit",
+        _audit,
+        inputs=("files", "FILE"),
+        json_help="one JSON object: lines, parsed, unparseable, rejected, rules (rule -> "
+        "count), share, examples, unparseable_examples, formats, hosts_checked (false when "
+        "a format logs no host); with --suggest also 'suggestion' and 'host_stopped'; "
+        "no progress display",
         help="count which requests of an access log would be rejected",
         description="Read access logs (nginx/Apache combined or common format, Apache "
         "vhost_combined), or plain lists of targets, one per line; plain or gzip; '-' is "
@@ -202,7 +209,6 @@ def _parser() -> argparse.ArgumentParser:
         "With --suggest, propose the configuration that admits what the site served.",
         epilog=_AUDIT_EXIT_HELP,
     )
-    _policy_options(audit)
     audit.add_argument(
         "--format",
         choices=FORMATS,
@@ -210,14 +216,6 @@ def _parser() -> argparse.ArgumentParser:
         help="the line format (default auto: a log if lines look like one, vhost_combined "
         "when their first field is host:port, else a list of targets; decided per file from "
         "its first lines)",
-    )
-    audit.add_argument(
-        "--json",
-        action="store_true",
-        help="one JSON object: lines, parsed, unparseable, rejected, rules (rule -> "
-        "count), share, examples, unparseable_examples, formats, hosts_checked (false when "
-        "a format logs no host); with --suggest also 'suggestion' and 'host_stopped'; "
-        "no progress display",
     )
     audit.add_argument(
         "--suggest",
@@ -235,38 +233,33 @@ def _parser() -> argparse.ArgumentParser:
         "with a status (combined, common or vhost_combined format)",
     )
     thresholds = Thresholds()
-    audit.add_argument(
-        "--min-requests",
-        type=int,
-        metavar="N",
-        default=thresholds.requests,
-        help="with --suggest: requests answered 2xx/304 a change needs under a route "
-        f"(default {thresholds.requests}; the top level needs {SITE_FACTOR} times as many)",
-    )
-    audit.add_argument(
-        "--min-networks",
-        type=int,
-        metavar="N",
-        default=thresholds.networks,
-        help="with --suggest: distinct networks (IPv4 /24, IPv6 /48) those requests come "
-        f"from (default {thresholds.networks}; the top level: {SITE_FACTOR} times)",
-    )
-    audit.add_argument(
-        "--min-days",
-        type=int,
-        metavar="N",
-        default=thresholds.days,
-        help="with --suggest: calendar days (UTC) those requests fall on, the first and the "
-        f"last at least N-1 days apart (default {thresholds.days})",
-    )
-    audit.add_argument(
-        "--max-routes",
-        type=int,
-        metavar="N",
-        default=thresholds.routes,
-        help=f"with --suggest: routes suggested at most (default {thresholds.routes}); past "
-        "it, the routes with the least evidence are listed as refused",
-    )
+    for option, default, text in (
+        (
+            "--min-requests",
+            thresholds.requests,
+            "with --suggest: requests answered 2xx/304 a change needs under a route "
+            f"(default {thresholds.requests}; the top level needs {SITE_FACTOR} times as many)",
+        ),
+        (
+            "--min-networks",
+            thresholds.networks,
+            "with --suggest: distinct networks (IPv4 /24, IPv6 /48) those requests come "
+            f"from (default {thresholds.networks}; the top level: {SITE_FACTOR} times)",
+        ),
+        (
+            "--min-days",
+            thresholds.days,
+            "with --suggest: calendar days (UTC) those requests fall on, the first and the "
+            f"last at least N-1 days apart (default {thresholds.days})",
+        ),
+        (
+            "--max-routes",
+            thresholds.routes,
+            f"with --suggest: routes suggested at most (default {thresholds.routes}); past "
+            "it, the routes with the least evidence are listed as refused",
+        ),
+    ):
+        audit.add_argument(option, type=int, metavar="N", default=default, help=text)
     audit.add_argument(
         "--write",
         metavar="TOML",
@@ -276,11 +269,11 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument(
         "--force", action="store_true", help="with --write: replace the file if it exists"
     )
-    audit.add_argument("files", nargs="+", metavar="FILE")
-    audit.set_defaults(command=_audit)
 
-    encode = commands.add_parser(
+    encode = _add_command(
+        commands,
         "encode",
+        _encode,
         help="percent-encode one decoded piece of a URL",
         description="Percent-encode TEXT as one path segment, one query value or a "
         "fragment (UTF-8, upper-case hex). '%' is always encoded: nothing is assumed "
@@ -293,32 +286,68 @@ def _parser() -> argparse.ArgumentParser:
         choices=("+", "%20"),
         help="how a space is written in a query value (default '+')",
     )
-    encode.set_defaults(command=_encode)
 
-    clean = commands.add_parser(
+    clean = _add_command(
+        commands,
         "clean",
+        _clean,
         help="make a URI typed by a person valid",
         description="Escape what RFC 3986 never allows raw (space, controls, "
         '" < > \\ ^ ` { | }, non-ASCII); keep reserved characters and valid escapes.',
     )
     clean.add_argument("uri", metavar="URI")
-    clean.set_defaults(command=_clean)
 
-    pretty = commands.add_parser(
+    pretty = _add_command(
+        commands,
         "pretty",
+        _pretty,
         help="show a URI for people",
         description="Decode the escapes that are safe to show (letters, digits, "
         "non-ASCII text); keep reserved characters, '%', controls and bidi controls "
         "escaped. Raw characters in URI are cleaned first, so nothing unsafe is shown.",
     )
     pretty.add_argument("uri", metavar="URI")
-    pretty.set_defaults(command=_pretty)
     return parser
 
 
-def _policy_options(parser: argparse.ArgumentParser) -> None:
+def _add_command(
+    commands: _Commands,
+    name: str,
+    handler: _Handler,
+    *,
+    help: str,
+    description: str,
+    epilog: str | None = None,
+) -> argparse.ArgumentParser:
+    """The subcommand ``name``, run by ``handler``."""
+    parser = commands.add_parser(name, help=help, description=description, epilog=epilog)
+    parser.set_defaults(command=handler)
+    return parser
+
+
+def _checking_command(
+    commands: _Commands,
+    name: str,
+    handler: _Handler,
+    *,
+    inputs: tuple[str, str],
+    json_help: str,
+    help: str,
+    description: str,
+    epilog: str,
+) -> argparse.ArgumentParser:
+    """A subcommand that checks its inputs (``inputs``: the attribute and the metavar,
+    one or more of them) under the policy ``--policy`` and ``--config`` give, in text or
+    with ``--json``."""
+    parser = _add_command(
+        commands, name, handler, help=help, description=description, epilog=epilog
+    )
     parser.add_argument("--policy", choices=PRESETS, help=_POLICY_HELP)
     parser.add_argument("--config", metavar="FILE", help=_CONFIG_HELP)
+    parser.add_argument("--json", action="store_true", help=json_help)
+    attribute, metavar = inputs
+    parser.add_argument(attribute, nargs="+", metavar=metavar)
+    return parser
 
 
 # --- policy ----------------------------------------------------------------------
