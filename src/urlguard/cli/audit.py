@@ -37,7 +37,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress, repeat
-from typing import Final, Literal, Protocol, TypeVar, cast
+from typing import Final, Literal, NamedTuple, Protocol, TypeVar, cast
 
 from .._guard.allowed_hosts import AllowedHosts, HostCheck
 from .._guard.routes import RouteTable, is_server_wide_options
@@ -304,28 +304,32 @@ class Progress(Protocol):
 ProgressFactory = Callable[[str], Progress]
 
 
+class Rows(NamedTuple):
+    """The rejected requests of a chunk of a log, one row per distinct
+    (target, status), in the order they came: its count, the rule that
+    rejects it, the clients that sent it and when it was first and last
+    sent (seconds since the epoch; ``None`` when no time was logged), and
+    its shape when the auditor made it (see :func:`~urlguard.cli.shapes.shape_of`).
+    ``status`` is ``None`` for a list of targets."""
+
+    targets: Sequence[bytes]
+    statuses: Sequence[int | None]
+    counts: Sequence[int]
+    rules: Sequence[str]
+    clients: Sequence[Sequence[bytes]]
+    firsts: Sequence[float | None]
+    lasts: Sequence[float | None]
+    shapes: Sequence[Shape | None]
+
+
 class Observer(Protocol):
     """How ``audit --suggest`` learns what the site answered: the statuses
-    of all requests with a target, a chunk at a time, and the rows of a
-    chunk, one per distinct (rejected target, status), in the order they
-    came: its count, the rule that rejects it, the clients that sent it and
-    when it was first and last sent (seconds since the epoch; ``None`` when
-    no time was logged), and its shape when the auditor made it (see
-    :func:`~urlguard.cli.shapes.shape_of`). ``status`` is ``None`` for a list of targets."""
+    of all requests with a target, a chunk at a time, and the :class:`Rows`
+    of a chunk."""
 
     def count_statuses(self, counts: Mapping[int | None, int]) -> object: ...
 
-    def observe_rows(
-        self,
-        targets: Sequence[bytes],
-        statuses: Sequence[int | None],
-        counts: Sequence[int],
-        rules: Sequence[str],
-        clients: Sequence[Sequence[bytes]],
-        firsts: Sequence[float | None],
-        lasts: Sequence[float | None],
-        shapes: Sequence[Shape | None],
-    ) -> object: ...
+    def observe_rows(self, rows: Rows) -> object: ...
 
 
 # --- The auditor ------------------------------------------------------------
@@ -795,16 +799,8 @@ class Auditor:
             lasts[n] = max(seen, default=None)
             sent[n] = tuple(dict.fromkeys(who[heads[i]] for i in found_at))
         targets, shapes = zip(*kept, strict=True)
-        observer.observe_rows(
-            targets,
-            list(map(int, map(_STATUS_OF, keys))),
-            numbers,
-            rules,
-            sent,
-            firsts,
-            lasts,
-            shapes,
-        )
+        answered = list(map(int, map(_STATUS_OF, keys)))
+        observer.observe_rows(Rows(targets, answered, numbers, rules, sent, firsts, lasts, shapes))
 
     def _observe_lines(self, counts: Counter[bytes], observer: Observer) -> None:
         cached = self._target_cache.get
@@ -820,7 +816,9 @@ class Auditor:
         if rows:
             lines, numbers, rules = zip(*rows, strict=True)
             none = [None] * len(rows)
-            observer.observe_rows(lines, none, numbers, rules, [()] * len(rows), none, none, none)
+            observer.observe_rows(
+                Rows(lines, none, numbers, rules, [()] * len(rows), none, none, none)
+            )
         observer.count_statuses({None: targets})
 
     def _unparseable(self, shown: str) -> None:

@@ -19,6 +19,7 @@ from urllib.parse import unquote_to_bytes
 from ..._guard.routes import RouteTable, path_of
 from ..._url.errors import InvalidTarget
 from ..._url.policy import Policy
+from ..audit import Rows
 from ..shapes import Shape, folds, shape_of
 from .evidence import (
     StatusClass,
@@ -186,26 +187,17 @@ class Ledger:
         (Count them with :meth:`count_statuses` too.)"""
         code = rule if isinstance(rule, str) else rule.rule
         self.observe_rows(
-            [target], [status], [count], [code], [tuple(clients)], [first], [last], [shape]
+            Rows([target], [status], [count], [code], [tuple(clients)], [first], [last], [shape])
         )
 
-    def observe_rows(
-        self,
-        targets: Sequence[bytes],
-        statuses: Sequence[int | None],
-        counts: Sequence[int],
-        rules: Sequence[str],
-        clients: Sequence[Sequence[bytes]],
-        firsts: Sequence[float | None],
-        lasts: Sequence[float | None],
-        shapes: Sequence[Shape | None],
-    ) -> None:
+    def observe_rows(self, rows: Rows) -> None:
         """:meth:`observe` for the rows of a chunk of the log, one distinct
         (target, status) a row, in the order they came. Each shape is read
         once (:mod:`.read`); the rows are counted per (cause, directory) in
         one pass, and each such group is taken to its tally in the order it
         first came: which tallies exist, and when those of a cause merge,
         depend on that order."""
+        targets, statuses, counts, rules, clients, firsts, lasts, shapes = rows
         kinds = list(map(_class_of, statuses))
         if "other" in kinds:
             for kind, rule, count in zip(kinds, rules, counts, strict=True):
@@ -224,8 +216,8 @@ class Ledger:
         stops = _Batch(targets, statuses, counts, pairs, firsts, lasts)
         by_cause = self._by_cause(analyses, kinds, counts, stops)
         served = list(map(operator.eq, kinds, repeat("served")))
-        for cause, rows in by_cause.items():
-            for tally, group in self._route(cause, rows, prefixes, analyses, batch).items():
+        for cause, indexes in by_cause.items():
+            for tally, group in self._route(cause, indexes, prefixes, analyses, batch).items():
                 mine = list(map(served.__getitem__, group))
                 if False not in mine:
                     batch.wait(tally, group)
