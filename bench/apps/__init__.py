@@ -79,7 +79,8 @@ class FloorWSGI:
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         self.checked += 1
-        host = self.hosts.verdict(environ["HTTP_HOST"].encode("ascii"))
+        value = environ["HTTP_HOST"].encode("ascii")
+        host = self.hosts.known.get(value) or self.hosts.verdict(value)
         try:
             environ["urlguard.target"] = PARSER.parse_target(
                 environ["RAW_URI"].encode("ascii"), DEFAULT_POLICY, host
