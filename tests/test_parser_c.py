@@ -518,6 +518,25 @@ def test_many_policies_in_turn(compiled: ModuleType, reference: ModuleType) -> N
         assert compiled.parse_target(b"/a%2Fb", duplicate).segments == ("a/b",)
 
 
+def test_a_quick_target_copied_before_it_is_read(
+    compiled: ModuleType, reference: ModuleType
+) -> None:
+    """The pure parser's quick path keeps the decoded path and query and
+    splits them when first read: a copy or a pickle made before that reads
+    the same pieces, equal to the compiled parser's target."""
+    raw = b"/a/caf%C3%A9/?x=1&&y&z=a+b"
+    made = compiled.parse_target(raw)
+    for duplicate in (
+        copy.copy(reference.parse_target(raw)),
+        copy.deepcopy(reference.parse_target(raw)),
+        pickle.loads(pickle.dumps(reference.parse_target(raw))),
+    ):
+        assert duplicate == made
+        assert duplicate.segments == ("a", "café", "")
+        assert duplicate.query == (("x", "1"), ("y", ""), ("z", "a b"))
+        assert duplicate.params == ((), (), ())
+
+
 def test_targets_of_both_parsers_are_one_kind(compiled: ModuleType, reference: ModuleType) -> None:
     """The compiled parser's targets are a C type registered as a subclass
     of Target: isinstance holds, they compare equal to the reference's and
