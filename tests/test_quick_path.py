@@ -7,9 +7,9 @@ tests/test_policy_space.py (the ones ``fuzz/fuzz_policies.py`` runs for
 millions of inputs):
 
 * the generated targets reach every way through the quick path: accepted
-  with and without escapes in the path and in the query, their decoded text
-  taken as printable or searched, an escaped path with a raw '=', with '+'
-  as a space, with raw text searched for characters, under
+  with and without escapes in the path and in the query, escapes of ASCII
+  and of longer UTF-8, an escaped path with a raw '=', with '+' as a space,
+  under a policy whose raw bytes are not all allowed text, under
   ``path_params="split"``, and left to the rules both where the rules accept
   and where they reject;
 * the differential (``three_agree``: compiled against pure, pure against the
@@ -20,6 +20,7 @@ millions of inputs):
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter
 from collections.abc import Callable
 
@@ -29,7 +30,7 @@ from conftest import implementation_module
 from policy_space import Seeded, draw_policy, draw_target, three_agree, tokens_for
 from urlguard import InvalidTarget, Policy, Target
 from urlguard._url import parser_py as pure
-from urlguard._url.policy import _forbidden_pattern, _merge, _quick_target_pattern
+from urlguard._url.policy import _merge, _quick_target_pattern
 
 P = pytest.param
 
@@ -49,39 +50,36 @@ def ways(raw: bytes, policy: Policy) -> set[str]:
         except InvalidTarget:
             return {"left to the rules, which reject"}
         return {"left to the rules, which accept"}
-    target = pure.parse_target(raw, policy)
     found = {"accepted"}
     found.add("accepted, path escaped" if b"%" in path else "accepted, path as sent")
-    if b"%" in path:
-        printable = policy._path_printable_allowed and "/".join(target.segments).isprintable()
-        found.add(
-            "accepted, escaped path printable" if printable else "accepted, escaped path searched"
-        )
+    for part, where in ((path, "path"), (query, "query")):
+        if b"%" in part:
+            beyond_ascii = re.search(rb"%[89A-Fa-f]", part) is not None
+            found.add(f"accepted, {where} escapes {'beyond' if beyond_ascii else 'of'} ASCII")
     if b"%" in path and b"=" in path:
         found.add("accepted, escaped path with a raw '='")
     if question:
         found.add("accepted, query escaped" if b"%" in query else "accepted, query as sent")
-    if question and b"%" in query:
-        text = "&".join(f"{name}={value}" for name, value in target.query)
-        printable = policy._query_printable_allowed and text.isprintable()
-        found.add(
-            "accepted, escaped query printable" if printable else "accepted, escaped query searched"
-        )
     if question and policy.plus_as_space and b"+" in query:
         found.add("accepted, '+' a space")
     if policy.path_params == "split":
         found.add("accepted, split")
-    if not policy._path_raw_is_text:
-        found.add("accepted, path searched for characters")
-    if question and not policy._query_raw_is_text:
-        found.add("accepted, query searched for characters")
+    if _raw(policy._raw_path_table) - set(policy._path_quick) - set(b";%\\"):
+        found.add("accepted, raw path bytes that are not all allowed text")
+    if question and _raw(policy._raw_query_table) - set(policy._query_quick) - {ord("%")}:
+        found.add("accepted, raw query bytes that are not all allowed text")
     return found
+
+
+def _raw(table: bytes) -> set[int]:
+    """The bytes a policy's table (1 or 0 per byte) allows raw."""
+    return {byte for byte, allowed in enumerate(table) if allowed}
 
 
 def test_generated_targets_take_every_way_through_the_quick_path() -> None:
     choose = Seeded(0)
     seen: Counter[str] = Counter()
-    for _ in range(300):
+    for _ in range(500):
         policy = draw_policy(choose)
         tokens = tokens_for(policy)
         for _ in range(20):
@@ -91,15 +89,15 @@ def test_generated_targets_take_every_way_through_the_quick_path() -> None:
         "accepted, path as sent",
         "accepted, query escaped",
         "accepted, query as sent",
-        "accepted, escaped path printable",
-        "accepted, escaped path searched",
+        "accepted, path escapes of ASCII",
+        "accepted, path escapes beyond ASCII",
+        "accepted, query escapes of ASCII",
+        "accepted, query escapes beyond ASCII",
         "accepted, escaped path with a raw '='",
-        "accepted, escaped query printable",
-        "accepted, escaped query searched",
         "accepted, '+' a space",
         "accepted, split",
-        "accepted, path searched for characters",
-        "accepted, query searched for characters",
+        "accepted, raw path bytes that are not all allowed text",
+        "accepted, raw query bytes that are not all allowed text",
         "left to the rules, which accept",
         "left to the rules, which reject",
     }
@@ -126,31 +124,17 @@ def takes_hash(policy: Policy) -> None:
     _set(policy, "_query_quick", policy._query_quick + b"#")
 
 
-def admits_nul(policy: Policy) -> None:
-    """The decoded path's pattern admits U+0000: forbidden-char is skipped for it."""
-    allowed = _merge([*policy._path_allowed, (0x2F, 0x2F), (0, 0)])
-    _set(policy, "_path_text_bad", _forbidden_pattern(allowed))
+def takes_every_raw_byte(policy: Policy) -> None:
+    """Raw path bytes are taken for allowed characters where they are not
+    (a policy whose allowed_ranges leave out letters or digits)."""
+    raw = bytes(b for b, allowed in enumerate(policy._raw_path_table) if allowed)
+    _set(policy, "_path_quick", raw.translate(None, b";%\\"))
 
 
-def trusts_raw_text(policy: Policy) -> None:
-    """Raw path bytes are taken for allowed characters where they are not."""
-    _set(policy, "_path_raw_is_text", True)
-
-
-def trusts_raw_query(policy: Policy) -> None:
-    """Raw query bytes ('+' as a space) are taken for allowed characters where they are not."""
-    _set(policy, "_query_raw_is_text", True)
-
-
-def trusts_printable(policy: Policy) -> None:
-    """A printable decoded path is taken for allowed text where the policy does not allow
-    every printable character (allowed_ranges narrower than Unicode)."""
-    _set(policy, "_path_printable_allowed", True)
-
-
-def trusts_printable_query(policy: Policy) -> None:
-    """The same, in the query."""
-    _set(policy, "_query_printable_allowed", True)
+def takes_every_raw_query_byte(policy: Policy) -> None:
+    """The same in the query, '+' and '=' included whatever they read as."""
+    raw = bytes(b for b, allowed in enumerate(policy._raw_query_table) if allowed)
+    _set(policy, "_query_quick", raw.translate(None, b"%"))
 
 
 def takes_backslash(policy: Policy) -> None:
@@ -159,24 +143,52 @@ def takes_backslash(policy: Policy) -> None:
         _set(policy, "_path_quick", policy._path_quick + b"\\")
 
 
+def _escapes_also(name: str, *points: int) -> Fault:
+    def fault(policy: Policy) -> None:
+        intervals = [*getattr(policy, name), *((point, point) for point in points)]
+        _set(policy, name, tuple(_merge(intervals)))
+
+    return fault
+
+
+escapes_nul = _escapes_also("_path_escaped", 0)
+escapes_nul.__doc__ = "The path takes %00: forbidden-char is skipped for it."
+escapes_slash = _escapes_also("_path_escaped", ord("/"))
+escapes_slash.__doc__ = "The path takes %2F: encoded-slash (and kept %2F's rules) skipped."
+escapes_dot = _escapes_also("_path_escaped", ord("."))
+escapes_dot.__doc__ = "The path takes %2E: '%2E%2E' passes as a segment, not as '..'."
+escapes_percent = _escapes_also("_path_escaped", ord("%"))
+escapes_percent.__doc__ = "The path takes %25: double-encoding is skipped."
+escapes_ampersand = _escapes_also("_query_escaped", ord("&"))
+escapes_ampersand.__doc__ = "The query takes %26: the decoded query splits a value in two."
+escapes_bidi = _escapes_also("_query_escaped", 0x202E)
+escapes_bidi.__doc__ = "The query takes U+202E escaped: forbidden-char is skipped for it."
+
+
 FAULTS = [
     P(takes_semicolon, id="';' taken"),
     P(takes_hash, id="'#' taken"),
-    P(admits_nul, id="U+0000 admitted"),
-    P(trusts_raw_text, id="raw bytes trusted as text"),
-    P(trusts_raw_query, id="raw query bytes trusted as text"),
-    P(trusts_printable, id="printable path text trusted"),
-    P(trusts_printable_query, id="printable query text trusted"),
+    P(takes_every_raw_byte, id="raw path bytes trusted as text"),
+    P(takes_every_raw_query_byte, id="raw query bytes trusted as text"),
     P(takes_backslash, id="a kept raw '\\' taken"),
+    P(escapes_nul, id="%00 taken"),
+    P(escapes_slash, id="%2F taken"),
+    P(escapes_dot, id="%2E taken"),
+    P(escapes_percent, id="%25 taken"),
+    P(escapes_ampersand, id="%26 taken in the query"),
+    P(escapes_bidi, id="U+202E taken escaped in the query"),
 ]
 
 
 def faulty(policy: Policy, fault: Fault) -> Policy:
     """A copy of ``policy`` (the same switches) whose quick path has ``fault``,
-    its target pattern derived again from its (faulty) byte tables."""
+    its target pattern derived again from its (faulty) tables."""
     copy = dataclasses.replace(policy)
     fault(copy)
-    _set(copy, "_quick_target", _quick_target_pattern(copy._path_quick, copy._query_quick))
+    pattern = _quick_target_pattern(
+        copy._path_quick, copy._query_quick, copy._path_escaped, copy._query_escaped
+    )
+    _set(copy, "_quick_target", pattern)
     return copy
 
 

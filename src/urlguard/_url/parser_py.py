@@ -21,7 +21,6 @@ reading of the rules) to that, over generated policies.
 from __future__ import annotations
 
 import re
-from binascii import a2b_qp
 from typing import Final, overload
 from urllib.parse import unquote_to_bytes
 
@@ -29,7 +28,7 @@ from . import grammar as g
 from .errors import Component, InvalidTarget
 from .host import Host, authority_span, host_text, parse_host, same_authority
 from .policy import DEFAULT_POLICY, Policy
-from .target import Pairs, Target, query_pairs
+from .target import Pairs, Target
 
 #: What ``parse_target`` takes as a Host: the header's value, or a ``Host`` judged already.
 HostValue = bytes | bytearray | memoryview | str | Host | None
@@ -45,10 +44,8 @@ _ENCODED_BACKSLASH: Final = re.compile(rb"%5[Cc]")
 # An escape left in decoded text: the sign of %25XX, i.e. double encoding.
 _ESCAPE_IN_TEXT: Final = re.compile(r"%[0-9A-Fa-f]{2}")
 # Bytes the quick path looks for, as ints: `int in bytes` is one C loop.
-_PERCENT: Final = g.PERCENT
 _QUESTION: Final = g.QUESTION
 _PLUS: Final = g.PLUS
-_EQUALS: Final = ord("=")
 
 # RFC 9112 §3.2.2 absolute-form, for the schemes of RFC 9110 §4.2, is found
 # by _host.authority_span. RFC 3986 §3.2: authority = [ userinfo "@" ] host [ ":" port ]. It is
@@ -162,62 +159,51 @@ def _judged(host: object) -> Host | None:
 #
 # Most targets break no rule and hold nothing that needs a rule's full reading:
 # no ';', no kept separator, no escaped separator. _accept_quickly accepts such
-# a target with whole-string work in the standard library's C code: one
-# regular expression over the target, then for the path and for the query one
-# percent-decode (_unescape) and one UTF-8 decode of the whole, and one split.
-# Otherwise it returns None, and the rules below (_parse) read the target from
-# its start. It never rejects: every rejection, with its rule, index and
-# offset, comes from the rules in their order. Nothing in it names a policy:
-# each shortcut is a table the Policy derives from the sets its rules use. It
-# returns a Target only where _parse returns the same one, step by step:
+# a target with one regular expression over it and a few counts, all in the
+# standard library's C code, and leaves the decoding to the Target (done when
+# its segments or query are first read). Otherwise it returns None, and the
+# rules below (_parse) read the target from its start. It never rejects:
+# every rejection, with its rule, index and offset, comes from the rules in
+# their order. Nothing in it names a policy: each shortcut is a table the
+# Policy derives from the sets its rules use. It returns a Target only where
+# _parse returns the same one, step by step:
 #
 # 1. Origin-form, at most max_length bytes (too-long, bad-form), and the
-#    whole target matches Policy._quick_target: '/', a path of the bytes in
-#    Policy._path_quick, then perhaps '?' and a query of those in
-#    Policy._query_quick (fragment, raw-char). Those are bytes allowed raw,
-#    all ASCII, but in the path ';' and a raw separator the policy keeps
-#    inside a segment ('\\' where it is admitted): so there are no
-#    parameters, no "..;x", no segment that starts with ';', and no kept
-#    separator. The caller splits the target at its first '?'
-#    (parse_split_target: only when its path holds none of its own).
-# 2. Every '%' starts a well-formed escape (malformed-escape); none in the
-#    path is %2F or %5C (encoded-slash, encoded-backslash; nor a kept
-#    separator: every '/' of the decoded path is a raw separator), and none
-#    in the query is %26 or %3D (every '&' of the decoded query separates
-#    pairs, every '=' is raw, so the first one of a piece splits it as _pair
-#    does).
-# 3. The path, and the query ('+' made a space first, as _pair does), are
-#    percent-decoded whole and decode as strict UTF-8 whole. '/', '&' and
-#    '=' are ASCII, never part of a multi-byte sequence (RFC 3629 §3), so the
-#    whole decodes if and only if each piece between them does, into those
-#    pieces joined by them.
-# 4. No character of the decoded whole is outside the allowed ones, the
-#    separator admitted (Policy._path_text_bad, _query_text_bad; '=' only
-#    where the policy allows it, since a second '=' is data). No search is
-#    needed where there was no escape and every byte the quick path takes,
-#    read as a character, is allowed (Policy._path_raw_is_text,
-#    _query_raw_is_text), nor where the text is printable and the policy
-#    allows every printable character (Policy._path_printable_allowed,
-#    _query_printable_allowed, checked at construction over the characters
-#    outside).
-# 5. The counts (too-many), then each segment's rules on the decoded text:
-#    no '.' or '..' segment, no empty one but the last (a '//'), no escape
-#    left in decoded text (double-encoding) where the policy says so. With
-#    no kept separator a segment has one part, so the rules of kept
-#    separators have nothing to look at; drive-letter needs one. Every '/'
-#    of the text separates, so the path has one segment more than it has
-#    '/' after the first; every '&' of the query separates, so it has at
-#    most one pair more than it has '&' (an empty piece is none), and only
-#    a query with more '&' than that is split to count its pairs. The
-#    Target keeps the two decoded texts and splits each the same way when
-#    it is first read (Target.segments, Target.query): a handler that
-#    reads neither pays for neither.
-
-# Escapes the quick path leaves to the rules: malformed ones (RFC 3986 §2.1:
-# pct-encoded = "%" HEXDIG HEXDIG, either case), and those of a separator
-# (RFC 3986 §2.2 reserved characters sent as data).
-_PATH_ESCAPES_TO_READ: Final = re.compile(rb"%(?:2[Ff]|5[Cc]|(?![0-9A-Fa-f]{2}))")
-_QUERY_ESCAPES_TO_READ: Final = re.compile(rb"%(?:26|3[Dd]|(?![0-9A-Fa-f]{2}))")
+#    whole target matches Policy._quick_target: '/', a path, then perhaps
+#    '?' and a query (fragment, raw-char). The caller splits the target at
+#    its first '?' (parse_split_target: only when its path holds none of
+#    its own).
+# 2. The path is made of '/' and the bytes of Policy._path_quick, which are
+#    allowed raw and read as allowed characters (raw-char, forbidden-char),
+#    and of the escapes of the UTF-8 of a character of Policy._path_escaped
+#    (see escapes.py): so every escape is well formed (malformed-escape),
+#    the octets are strict UTF-8 (invalid-utf8) and each character is
+#    allowed (forbidden-char). Neither holds ';' (no parameters, no "..;x",
+#    no segment that starts with ';'), a kept separator, '/', '\\' or '.'
+#    escaped (encoded-slash, encoded-backslash; every '/' of the decoded
+#    path is a raw separator, and a '.' or '..' segment is one in the raw
+#    path), nor '%' escaped where double encoding is refused (the decoded
+#    path holds no '%' at all: double-encoding). The query likewise, from
+#    Policy._query_quick (a raw '+' read as a space where it is one, a raw
+#    '=' as data: the first of a piece splits it whatever it is) and
+#    Policy._query_escaped, which holds no '&' nor '=': every '&' of the
+#    decoded query separates pairs, and the first '=' of a piece is raw.
+# 3. '/', '&' and '=' are ASCII, never part of a multi-byte sequence (RFC
+#    3629 §3), so the whole decodes if and only if each piece between them
+#    does, into those pieces joined by them.
+# 4. The counts (too-many), then each segment's rules, on the raw path (the
+#    same '/' and '.' as the decoded one): no '.' or '..' segment, no empty
+#    one but the last (a '//'). With no kept separator a segment has one
+#    part, so the rules of kept separators have nothing to look at;
+#    drive-letter needs one. The path has one segment per '/', so a path
+#    of at most max_segments bytes has no more; the query has a pair per
+#    non-empty piece between '&' (an escape never decodes to nothing), so
+#    no more than half its bytes rounded up, and only a query with as many
+#    '&' as max_params is split to count them. The Target keeps the path
+#    and query as sent ('+' made a space first where it is one, as _pair
+#    does) and decodes and splits each when it is first read
+#    (Target.segments, Target.query): a handler that reads neither pays
+#    for neither.
 
 
 def _accept_quickly(
@@ -228,69 +214,31 @@ def _accept_quickly(
     ``path`` and ``query`` are ``raw`` split at its first '?' (``query`` is
     None when there is none), as the caller has them."""
     if len(raw) > p.max_length or p._quick_target.fullmatch(raw) is None:
-        return None  # 1
-    if _PERCENT in path:
-        if _PATH_ESCAPES_TO_READ.search(path):  # 2
-            return None
-        try:
-            text = _unescape(path).decode()  # 3
-        except UnicodeDecodeError:
-            return None
-        if not (p._path_printable_allowed and text.isprintable()) and p._path_text_bad.search(text):
-            return None  # 4
-        if p.double_encoding == "reject" and "%" in text and _ESCAPE_IN_TEXT.search(text):
-            return None  # 5
-    else:
-        text = path.decode()
-        if not p._path_raw_is_text and p._path_text_bad.search(text):
-            return None  # 4
-    slashes = text.count("/")  # 5: one more segment than '/' after the first
-    if slashes > p.max_segments:
+        return None  # 1, 2
+    # 4: a segment per '/', so no more than the path has bytes
+    if len(path) > p.max_segments and path.count(b"/") > p.max_segments:
         return None
-    if p.empty_segment == "reject" and "//" in text:
+    # find, not `in`: `bytes in bytes` first tries the needle as an int,
+    # and formats the error it clears.
+    if p.empty_segment == "reject" and path.find(b"//") >= 0:
         return None
-    if p.dot_segment == "reject" and "/." in text:
-        segments = text.split("/")
-        if "." in segments or ".." in segments:
+    if p.dot_segment == "reject" and path.find(b"/.") >= 0:
+        segments = path.split(b"/")
+        if b"." in segments or b".." in segments:
             return None
-    path_text = text
-    pieces: str | Pairs = ()
-    if query is not None:
+    pieces: bytes | Pairs = ()
+    if query:
         if p.plus_as_space and _PLUS in query:
             query = query.replace(b"+", b" ")
-        if _PERCENT in query:
-            if _QUERY_ESCAPES_TO_READ.search(query):  # 2
+        # 4: a pair per non-empty piece between '&', so no more than half
+        # the query's bytes, rounded up
+        if len(query) >= 2 * p.max_params and query.count(b"&") >= p.max_params:
+            split = query.split(b"&")
+            if len(split) - split.count(b"") > p.max_params:
                 return None
-            try:
-                text = _unescape(query).decode()  # 3
-            except UnicodeDecodeError:
-                return None
-            if not (p._query_printable_allowed and text.isprintable()) and (
-                p._query_text_bad.search(text)
-            ):
-                return None  # 4
-        else:
-            text = query.decode()
-            if not p._query_raw_is_text and p._query_text_bad.search(text):
-                return None  # 4
-        # 5: at most one pair a piece between '&' (an empty one is none)
-        if text.count("&") >= p.max_params and len(query_pairs(text)) > p.max_params:
-            return None
-        pieces = text
-    params = ((),) * slashes if p.path_params == "split" else None
-    return Target(raw, path_text, pieces, params, None, host)  # no authority: origin-form
-
-
-def _unescape(raw: bytes) -> bytes:
-    """``raw`` percent-decoded, where every '%' starts a well-formed escape.
-
-    Quoted-printable (RFC 2045 §6.7) writes an octet as '=' and two hex
-    digits, either case, as RFC 3986 §2.1 writes it with '%'; binascii
-    decodes that in C, and leaves every other byte as it is. A raw '=' is
-    written as its own escape first, so that it stays itself."""
-    if _EQUALS in raw:
-        raw = raw.replace(b"=", b"%3D")
-    return a2b_qp(raw.replace(b"%", b"="))
+        pieces = query
+    params = ((),) * path.count(b"/") if p.path_params == "split" else None
+    return Target(raw, path, pieces, params, None, host)  # no authority: origin-form
 
 
 def _parse(raw: bytes, p: Policy, host: Host | None) -> Target:

@@ -10,11 +10,13 @@ is coerced silently.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Final, Literal
 
 from . import grammar as g
+from .escapes import escaped_character
 
 RejectOrKeep = Literal["reject", "keep"]
 RejectOrAllow = Literal["reject", "allow"]
@@ -107,25 +109,25 @@ class Policy:
     #: kept %2F / %5C becomes, and a raw '\\' the policy admits.
     _kept_separators: str = dataclasses.field(init=False, repr=False, compare=False)
     #: The pure parser's quick path (``parser_py._accept_quickly``), from the
-    #: same sets: the raw bytes it takes in the path (allowed raw, but not
-    #: ';' nor a raw separator the policy keeps inside a segment) and in the
-    #: query (allowed raw), and the pattern of a target made of them: '/', a
-    #: path, '?' and a query.
+    #: same sets. The raw bytes it takes as they are: in the path '/' and
+    #: those allowed raw that read as allowed characters, but ';' and a raw
+    #: separator the policy keeps inside a segment; in the query '&' and
+    #: those allowed raw that read as allowed characters ('+' as a space
+    #: where it is one, '=' as data). Never '%'.
     _path_quick: bytes = dataclasses.field(init=False, repr=False, compare=False)
     _query_quick: bytes = dataclasses.field(init=False, repr=False, compare=False)
+    #: The characters it takes escaped: allowed ones, but those a rule reads
+    #: in decoded text (in the path '/', '\\', '.', and '%' where double
+    #: encoding is refused; in the query '&' and '=').
+    _path_escaped: tuple[tuple[int, int], ...] = dataclasses.field(
+        init=False, repr=False, compare=False
+    )
+    _query_escaped: tuple[tuple[int, int], ...] = dataclasses.field(
+        init=False, repr=False, compare=False
+    )
+    #: The pattern of a target made of those: '/', a path, perhaps '?' and a
+    #: query, each a run of its raw bytes and escaped characters.
     _quick_target: re.Pattern[bytes] = dataclasses.field(init=False, repr=False, compare=False)
-    #: Whether each such byte, read as text, is an allowed character (but
-    #: '%', the separators '/' and '&'; a space for '+' where '+' is one).
-    _path_raw_is_text: bool = dataclasses.field(init=False, repr=False, compare=False)
-    _query_raw_is_text: bool = dataclasses.field(init=False, repr=False, compare=False)
-    #: The first character outside the allowed ones in a whole decoded path
-    #: (query), '/' ('&') admitted: there it is a separator, never data.
-    _path_text_bad: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
-    _query_text_bad: re.Pattern[str] = dataclasses.field(init=False, repr=False, compare=False)
-    #: Whether every character ``str.isprintable`` accepts is one of those
-    #: (the separator admitted), so that a printable text needs no search.
-    _path_printable_allowed: bool = dataclasses.field(init=False, repr=False, compare=False)
-    _query_printable_allowed: bool = dataclasses.field(init=False, repr=False, compare=False)
 
     FIELDS: ClassVar[tuple[str, ...]]
 
@@ -184,25 +186,33 @@ class Policy:
         kept = ("/" if self.encoded_slash == "keep" else "") + ("\\" if backslash else "")
         set_(self, "_kept_separators", kept)
 
-        # The pure parser's quick path: its raw bytes, its text, its patterns.
-        # A raw '/' always separates segments; a kept raw '\\' separates
-        # parts inside one, which the rules of kept separators read.
-        path_quick = path_raw - {g.SEMICOLON} - (frozenset(map(ord, kept)) - {g.SLASH})
-        path_text = path_quick - {g.PERCENT, g.SLASH}
-        query_text = query_raw - {g.PERCENT, g.AMPERSAND}
-        if self.plus_as_space:
-            query_text = query_text - {g.PLUS} | {ord(" ")}
+        # The pure parser's quick path: what it takes raw and escaped. A raw
+        # '/' always separates segments; a kept raw '\\' separates parts
+        # inside one, which the rules of kept separators read.
+        path_text = frozenset(c for c in path_raw if _inside(path_allowed, c))
+        unsplit = frozenset((g.SEMICOLON, g.PERCENT, *map(ord, kept)))
+        path_quick = (path_text - unsplit) | {g.SLASH}
+        plus = ord(" ") if self.plus_as_space else g.PLUS  # what a raw '+' reads as
+        query_quick = frozenset(
+            c for c in query_raw if _inside(query_allowed, plus if c == g.PLUS else c)
+        )
+        query_quick = (query_quick | {g.AMPERSAND}) - {g.PERCENT}
+        unread = [g.SLASH, g.BACKSLASH, ord(".")]
+        if self.double_encoding == "reject":
+            unread.append(g.PERCENT)
+        path_escaped = _subtract(path_allowed, _merge([(c, c) for c in unread]))
+        query_escaped = _subtract(query_allowed, [(g.AMPERSAND, g.AMPERSAND), (0x3D, 0x3D)])
         set_(self, "_path_quick", g.to_bytes(path_quick))
-        set_(self, "_query_quick", g.to_bytes(query_raw))
-        set_(self, "_quick_target", _quick_target_pattern(self._path_quick, self._query_quick))
-        set_(self, "_path_raw_is_text", all(_inside(path_allowed, c) for c in path_text))
-        set_(self, "_query_raw_is_text", all(_inside(query_allowed, c) for c in query_text))
-        path_separated = _merge([*path_allowed, (g.SLASH, g.SLASH)])
-        query_separated = _merge([*query_allowed, (g.AMPERSAND, g.AMPERSAND)])
-        set_(self, "_path_text_bad", _forbidden_pattern(path_separated))
-        set_(self, "_query_text_bad", _forbidden_pattern(query_separated))
-        set_(self, "_path_printable_allowed", _printable_inside(path_separated))
-        set_(self, "_query_printable_allowed", _printable_inside(query_separated))
+        set_(self, "_query_quick", g.to_bytes(query_quick))
+        set_(self, "_path_escaped", tuple(path_escaped))
+        set_(self, "_query_escaped", tuple(query_escaped))
+        set_(
+            self,
+            "_quick_target",
+            _quick_target_pattern(
+                self._path_quick, self._query_quick, self._path_escaped, self._query_escaped
+            ),
+        )
 
     @classmethod
     def browser(cls, **changes: Any) -> Policy:
@@ -310,24 +320,25 @@ def _allowed_intervals(
     return _merge([*allowed, *((ord(c), ord(c)) for c in allow_chars)])
 
 
-def _quick_target_pattern(path: bytes, query: bytes) -> re.Pattern[bytes]:
-    """'/' and a path of ``path``'s bytes, then perhaps '?' and a query of ``query``'s."""
-    return re.compile(b"/[%s]*(?:\\?[%s]*)?" % (re.escape(path), re.escape(query)))
+@functools.lru_cache(maxsize=64)
+def _quick_target_pattern(
+    path: bytes,
+    query: bytes,
+    path_escaped: tuple[tuple[int, int], ...],
+    query_escaped: tuple[tuple[int, int], ...],
+) -> re.Pattern[bytes]:
+    """'/' and a path of ``path``'s bytes and ``path_escaped``'s characters
+    escaped, then perhaps '?' and a query of ``query``'s and
+    ``query_escaped``'s. Cached: policies that differ in other switches share it."""
+    return re.compile(b"/%s(?:\\?%s)?" % (_run(path, path_escaped), _run(query, query_escaped)))
 
 
-def _printable_inside(allowed: list[tuple[int, int]]) -> bool:
-    """Whether ``allowed`` holds every character ``str.isprintable`` accepts,
-    checked over the characters outside it; False, unchecked, when there are
-    more of those than a policy's construction should read one by one."""
-    outside = _subtract([(0, g.MAX_CODE_POINT)], allowed)
-    if sum(high - low + 1 for low, high in outside) > _FEW_ENOUGH_TO_READ:
-        return False
-    return not any(chr(c).isprintable() for low, high in outside for c in range(low, high + 1))
-
-
-#: Characters outside a policy's allowed ones that ``_printable_inside`` reads:
-#: the always-forbidden ones are about 170.
-_FEW_ENOUGH_TO_READ: Final = 4096
+def _run(raw: bytes, escaped: Sequence[tuple[int, int]]) -> bytes:
+    """Bytes of ``raw`` and escaped characters of ``escaped``, any number,
+    without backtracking (each escape starts with '%', which ``raw`` never holds)."""
+    as_sent = b"[%s]*+" % re.escape(raw)
+    character = escaped_character(escaped)
+    return b"%s(?:%s%s)*+" % (as_sent, character, as_sent) if character else as_sent
 
 
 def _inside(intervals: list[tuple[int, int]], point: int) -> bool:
