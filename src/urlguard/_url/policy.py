@@ -201,7 +201,8 @@ class Policy:
         if self.double_encoding == "reject":
             unread.append(g.PERCENT)
         path_escaped = _subtract(path_allowed, _merge([(c, c) for c in unread]))
-        query_escaped = _subtract(query_allowed, [(g.AMPERSAND, g.AMPERSAND), (0x3D, 0x3D)])
+        equals = ord("=")
+        query_escaped = _subtract(query_allowed, [(g.AMPERSAND, g.AMPERSAND), (equals, equals)])
         set_(self, "_path_quick", g.to_bytes(path_quick))
         set_(self, "_query_quick", g.to_bytes(query_quick))
         set_(self, "_path_escaped", tuple(path_escaped))
