@@ -106,9 +106,9 @@ class Target(metaclass=ABCMeta):  # noqa: B024
         """The decoded path segments: ``/`` is ``("",)``, ``/a/b/`` is ``("a", "b", "")``.
         Under ``path_params="split"`` each is the part before its first ``;``."""
         segments = self._segments
-        if type(segments) is bytes:  # the path as sent, decoded when first read
+        if isinstance(segments, bytes):  # the path as sent, decoded when first read
             segments = self._segments = tuple(percent_decoded(segments)[1:].split("/"))
-        return segments  # type: ignore[return-value]  # (a tuple now)
+        return segments
 
     @property
     def params(self) -> tuple[Pairs, ...]:
@@ -122,9 +122,9 @@ class Target(metaclass=ABCMeta):  # noqa: B024
     def query(self) -> Pairs:
         """The decoded query pairs, in order; a piece without ``=`` has value ``""``."""
         query = self._query
-        if type(query) is bytes:  # the query as sent, decoded when first read
+        if isinstance(query, bytes):  # the query as sent, decoded when first read
             query = self._query = query_pairs(percent_decoded(query))
-        return query  # type: ignore[return-value]  # (pairs now)
+        return query
 
     def get(self, name: str, default: str | None = None) -> str | None:
         """The first value of query parameter ``name``, or ``default``."""
