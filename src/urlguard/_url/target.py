@@ -14,6 +14,7 @@ from abc import ABCMeta
 from binascii import a2b_qp
 from typing import Any, Final, Protocol
 
+from . import grammar as g
 from .host import Host, parse_host
 
 Pairs = tuple[tuple[str, str], ...]
@@ -245,7 +246,7 @@ def percent_decoded(raw: bytes) -> str:
 
 
 # Bytes looked for, as ints: `int in bytes` is one C loop.
-_PERCENT: Final = ord("%")
+_PERCENT: Final = g.PERCENT
 _EQUALS: Final = ord("=")
 
 
