@@ -50,6 +50,7 @@ from .sources import MAX_LINE, AuditError, Source, open_source
 
 Format = Literal["auto", "combined", "common", "vhost_combined", "targets"]
 K = TypeVar("K")
+T = TypeVar("T")
 FORMATS: Final[tuple[str, ...]] = ("auto", "combined", "common", "vhost_combined", "targets")
 #: The formats whose lines name the host the request was for.
 HOST_FORMATS: Final = frozenset(("vhost_combined",))
@@ -614,7 +615,8 @@ class Auditor:
     def _count_fields(self, counts: Counter[bytes]) -> None:
         """:meth:`_count` for the request fields of a log."""
         tally = self._tally
-        for verdict, count in zip(self._judge_fields(list(counts)), counts.values(), strict=True):
+        judged = self._judge_fields(list(counts))
+        for verdict, count in zip(judged.verdicts, counts.values(), strict=True):
             tally[verdict] += count
 
     def _count(
@@ -628,23 +630,27 @@ class Auditor:
                 verdict = judge(key)
             tally[verdict] += count
 
-    def _judge_fields(self, fields: list[bytes]) -> list[str]:
+    def _judge_fields(self, fields: list[bytes]) -> _Judged:
         """The verdicts of request fields, in order, as :meth:`_judge_request`
         gives them. A log of distinct targets holds few shapes of request:
         the key of each field's shape is made in bulk (in C, but for the
         shape of a target with an escape) and its verdict looked up; only a
-        field of a new shape, or of none, is judged one by one.
+        field of a new shape, or of none, is judged one by one. With an
+        observer, the target and shape of each field rejected in bulk come
+        with the verdicts.
         """
         cache = self._log_cache
         verdicts = list(map(cache.get, fields))
         if None not in verdicts:
-            return verdicts  # type: ignore[return-value]  # (no None)
+            return _Judged(verdicts)  # type: ignore[arg-type]  # (no None)
         judge = self._judge_request
         if not self._shaping:
-            return [
-                verdict or cache.get(field) or judge(field)
-                for field, verdict in zip(fields, verdicts, strict=True)
-            ]
+            return _Judged(
+                [
+                    verdict or cache.get(field) or judge(field)
+                    for field, verdict in zip(fields, verdicts, strict=True)
+                ]
+            )
         misses = list(compress(fields, map(operator.not_, verdicts)))
         # Each field's key as _request_key makes it: the method before the
         # first space, the target's shape, the version after the last. A
@@ -663,30 +669,8 @@ class Auditor:
         if len(cache) + len(passed) > CACHE_SIZE:
             cache.clear()
         cache.update(zip(passed, repeat(OK)))
-        if len(passed) < len(misses):
-            self._judge_misses(misses, targets, shapes, known)
-        if len(misses) == len(fields):
-            return known  # type: ignore[return-value]  # (judged: no None left)
-        found = iter(known)
-        return [verdict or next(found) for verdict in verdicts]  # type: ignore[misc]
-
-    def _judge_misses(
-        self,
-        fields: list[bytes],
-        targets: tuple[bytes, ...],
-        shapes: list[Shape],
-        known: list[str | None],
-    ) -> None:
-        """Fill in ``known`` (the verdicts of the shapes of ``fields``, as
-        far as they are known) for the fields :meth:`_judge_fields` could not
-        pass in bulk: a new shape (or none) is judged in order; a field of a
-        known rejected shape is kept for the observer in bulk, and an example
-        of its rule taken while the rule has fewer than :data:`EXAMPLES`."""
-        cache = self._log_cache
-        judge = self._judge_request
-        examples = self._examples
-        # A new shape is judged one by one, which keeps its own target and
-        # example; the fields of known rejected shapes are kept in bulk.
+        # The fields rejected by their shape's verdict: their split is the
+        # target (a key was found, so the field holds no log escape).
         rejected = list(
             map(
                 operator.and_,
@@ -694,6 +678,36 @@ class Auditor:
                 map(operator.ne, known, repeat(OK)),
             )
         )
+        if len(passed) < len(misses):
+            self._judge_misses(misses, targets, known, rejected)
+        split: _Split | None = None
+        if self._observer is not None and True in rejected:
+            split = (targets, shapes)
+            if False in rejected:
+                split = (_where(rejected, targets), _where(rejected, shapes))
+        if len(misses) == len(fields):
+            return _Judged(known, split)  # type: ignore[arg-type]  # (judged: no None left)
+        if split is not None:
+            split = (_aligned(verdicts, split[0]), _aligned(verdicts, split[1]))
+        found = iter(known)
+        return _Judged([verdict or next(found) for verdict in verdicts], split)  # type: ignore[misc]
+
+    def _judge_misses(
+        self,
+        fields: list[bytes],
+        targets: tuple[bytes, ...],
+        known: list[str | None],
+        rejected: list[bool],
+    ) -> None:
+        """Fill in ``known`` (the verdicts of the shapes of ``fields``, as
+        far as they are known) for the fields :meth:`_judge_fields` could not
+        pass in bulk: a new shape (or none) is judged in order, which keeps
+        its own target and example; of the fields of known rejected shapes
+        (``rejected``), an example of each rule is taken while the rule has
+        fewer than :data:`EXAMPLES`."""
+        cache = self._log_cache
+        judge = self._judge_request
+        examples = self._examples
         for i in compress(range(len(known)), map(operator.is_, known, repeat(None))):
             field = fields[i]
             known[i] = cache.get(field) or judge(field)
@@ -703,13 +717,6 @@ class Auditor:
         # finds it by its shape again, and a log of distinct targets would
         # only fill the cache.
         rules = cast(list[str], list(compress(known, rejected)))
-        if self._observer is not None:
-            chosen = list(compress(fields, rejected))
-            found = zip(compress(targets, rejected), compress(shapes, rejected), strict=False)
-            kept = self._rejected_targets
-            if len(kept) + len(chosen) > CACHE_SIZE:
-                kept.clear()
-            kept.update(zip(chosen, found, strict=False))
         for rule in dict.fromkeys(rules):
             if len(examples.get(rule, ())) < EXAMPLES:
                 for target, same in zip(compress(targets, rejected), rules, strict=False):
@@ -728,22 +735,22 @@ class Auditor:
         counts = Counter(keys)
         distinct = list(counts)
         fields = list(map(_FIELD_OF, distinct))
-        verdicts = self._judge_fields(fields)
-        for verdict, count in zip(verdicts, counts.values(), strict=True):
+        judged = self._judge_fields(fields)
+        for verdict, count in zip(judged.verdicts, counts.values(), strict=True):
             tally[verdict] += count
         # Statuses of the requests with a target: every line's, counted in C,
         # less those of a request without one (rare).
         statuses = Counter(map(_STATUS_OF, keys))
-        if verdicts.count(OK) != len(verdicts):
+        if judged.verdicts.count(OK) != len(distinct):
             lines = (heads, times, keys)
-            self._observe_rejected(distinct, fields, verdicts, counts, statuses, lines, observer)
+            self._observe_rejected(distinct, fields, judged, counts, statuses, lines, observer)
         observer.count_statuses({int(status): n for status, n in statuses.items() if n})
 
     def _observe_rejected(
         self,
         distinct: list[bytes],
         fields: list[bytes],
-        verdicts: list[str],
+        judged: _Judged,
         counts: Counter[bytes],
         statuses: Counter[bytes],
         found: tuple[Sequence[bytes], Sequence[bytes], Sequence[bytes]],
@@ -752,55 +759,77 @@ class Auditor:
         """Tell the observer the rows of a chunk's rejected keys (``field"
         NNN``), in the order the keys came: target, shape, rule, clients and
         times. A key on one line (most of a log of distinct targets) is
-        found by a dict built in C; the lines of the others, one by one.
-        Times and clients are read once per distinct field of the chunk."""
+        found by a dict built in C, or is its line when every line is a
+        rejected key of its own; the lines of the others, one by one. Times
+        and clients are read once per distinct field of the chunk."""
+        verdicts = judged.verdicts
         mask = list(map(operator.ne, verdicts, repeat(OK)))
         keys, rules = list(compress(distinct, mask)), list(compress(verdicts, mask))
-        judged = list(compress(fields, mask))
-        if UNPARSEABLE in rules:
+        if judged.split is None:
+            targets: list[bytes | None] = [None] * len(keys)
+            shapes: list[Shape | None] = [None] * len(keys)
+        else:
+            targets = list(compress(judged.split[0], mask))
+            shapes = list(compress(judged.split[1], mask))
+        if None in targets:
+            # Judged one by one, now or in an earlier chunk: the target kept
+            # then, or found again (without its shape).
+            kept = self._rejected_targets.get
+            for i in compress(range(len(keys)), map(operator.is_, targets, repeat(None))):
+                field = _FIELD_OF(keys[i])
+                targets[i], shapes[i] = kept(field) or (_target_of(field), None)
+        if UNPARSEABLE in rules or None in targets:
             for key, rule in zip(keys, rules, strict=True):
                 if rule == UNPARSEABLE:
                     statuses[key[-3:]] -= counts[key]  # a request without a target
-            parsed = list(map(operator.ne, rules, repeat(UNPARSEABLE)))
-            keys, rules = list(compress(keys, parsed)), list(compress(rules, parsed))
-            judged = list(compress(judged, parsed))
-        kept = list(map(self._rejected_targets.get, judged))
-        if None in kept:
-            # Judged in an earlier chunk: the target again, without its shape.
-            for i in compress(range(len(kept)), map(operator.is_, kept, repeat(None))):
-                target = _target_of(_FIELD_OF(keys[i]))
-                kept[i] = None if target is None else (target, None)
-            present = list(map(operator.is_not, kept, repeat(None)))
+            present = list(
+                map(
+                    operator.and_,
+                    map(operator.is_not, targets, repeat(None)),
+                    map(operator.ne, rules, repeat(UNPARSEABLE)),
+                )
+            )
             keys, rules = list(compress(keys, present)), list(compress(rules, present))
-            kept = list(compress(kept, present))
+            targets, shapes = list(compress(targets, present)), list(compress(shapes, present))
         if not keys:
             return
         heads, times, lines = found  # per line: before [time], the time, the key
-        last_line = dict(zip(lines, range(len(lines)), strict=True))
-        rows = list(map(last_line.__getitem__, keys))
-        numbers = list(map(counts.__getitem__, keys))
-        many: dict[bytes, list[int]] = {}
-        if max(numbers) > 1:
-            many = {key: [] for key, n in zip(keys, numbers, strict=True) if n > 1}
-            for i in compress(range(len(lines)), map(many.__contains__, lines)):
-                many[lines[i]].append(i)
+        if len(keys) == len(lines):
+            # Every line a rejected key of its own (a log of distinct
+            # targets): the keys are the lines, in order.
+            numbers: list[int] = [1] * len(keys)
+            rows: Sequence[int] = range(len(lines))
+            at_rows_heads, at_rows_times = heads, times
+            many: dict[bytes, list[int]] = {}
+        else:
+            last_line = dict(zip(lines, range(len(lines)), strict=True))
+            rows = list(map(last_line.__getitem__, keys))
+            numbers = list(map(counts.__getitem__, keys))
+            at_rows_heads = list(map(heads.__getitem__, rows))
+            at_rows_times = list(map(times.__getitem__, rows))
+            many = {}
+            if max(numbers) > 1:
+                many = {key: [] for key, n in zip(keys, numbers, strict=True) if n > 1}
+                for i in compress(range(len(lines)), map(many.__contains__, lines)):
+                    many[lines[i]].append(i)
         needed = set(rows).union(*many.values()) if many else rows
-        when = {stamp: log_time(stamp) for stamp in set(map(times.__getitem__, needed))}
-        who = {head: client_of(head) for head in set(map(heads.__getitem__, needed))}
-        firsts = list(map(when.__getitem__, map(times.__getitem__, rows)))
+        stamps = set(at_rows_times) if not many else set(map(times.__getitem__, needed))
+        addresses = set(at_rows_heads) if not many else set(map(heads.__getitem__, needed))
+        when = {stamp: log_time(stamp) for stamp in stamps}
+        who = {head: client_of(head) for head in addresses}
+        firsts = list(map(when.__getitem__, at_rows_times))
         lasts = list(firsts)
-        sent: list[tuple[bytes, ...]] = list(
-            zip(map(who.__getitem__, map(heads.__getitem__, rows)))
-        )
+        sent: list[tuple[bytes, ...]] = list(zip(map(who.__getitem__, at_rows_heads)))
         for n in compress(range(len(keys)), map(many.__contains__, keys)) if many else ():
             found_at = many[keys[n]]
             seen = [t for t in (when[times[i]] for i in found_at) if t is not None]
             firsts[n] = min(seen, default=None)
             lasts[n] = max(seen, default=None)
             sent[n] = tuple(dict.fromkeys(who[heads[i]] for i in found_at))
-        targets, shapes = zip(*kept, strict=True)
         answered = list(map(int, map(_STATUS_OF, keys)))
-        observer.observe_rows(Rows(targets, answered, numbers, rules, sent, firsts, lasts, shapes))
+        observer.observe_rows(
+            Rows(cast(list[bytes], targets), answered, numbers, rules, sent, firsts, lasts, shapes)
+        )
 
     def _observe_lines(self, counts: Counter[bytes], observer: Observer) -> None:
         cached = self._target_cache.get
@@ -937,6 +966,31 @@ _FIELD_PARTS: Final = re.compile(rb"^(?:([^ \n]*) (.*) ([^ \n]*)|.*)$", re.MULTI
 # The status of a ``field" NNN`` key, and its field.
 _STATUS_OF: Final = operator.itemgetter(slice(-3, None))
 _FIELD_OF: Final = operator.itemgetter(slice(None, -_STATUS_SUFFIX))
+
+
+# The targets and shapes of request fields, by position (None where not known).
+_Split = tuple[Sequence[bytes | None], Sequence[Shape | None]]
+
+
+class _Judged(NamedTuple):
+    """The verdicts of request fields, in order; with an observer, the
+    target and shape of each field rejected by its shape's verdict, by
+    position (``None`` for the others; ``split`` is ``None`` for all)."""
+
+    verdicts: list[str]
+    split: _Split | None = None
+
+
+def _where(mask: Sequence[bool], column: Sequence[T]) -> list[T | None]:
+    """The items of ``column`` where ``mask`` is true, ``None`` elsewhere."""
+    return list(map(operator.getitem, zip(repeat(None), column), mask))
+
+
+def _aligned(verdicts: Sequence[str | None], judged: Sequence[T]) -> list[T | None]:
+    """``judged`` (one per field whose verdict is ``None``) at the positions
+    of those fields among all, ``None`` at the others."""
+    found = iter(judged)
+    return [None if verdict is not None else next(found) for verdict in verdicts]
 
 
 def _target_of(field: bytes) -> bytes | None:

@@ -32,13 +32,15 @@ the rule, its reason and its position on the next lines.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import gc
 import json
 import os
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Final, TypeAlias
 
 # The public API, as any other user of urlguard would call it.
@@ -463,8 +465,9 @@ def _audit(args: argparse.Namespace) -> int:
     )
     auditor = Auditor(RouteTable(config.policy, list(config.routes)), args.format, ledger, allowed)
     progress = None if args.json else _progress_factory()
-    for name in args.files:
-        auditor.feed_file(name, progress)
+    with _collector_paused():
+        for name in args.files:
+            auditor.feed_file(name, progress)
     report = auditor.report()
     if not report.parsed:
         # Never "no request would be rejected" about an input with no request.
@@ -514,6 +517,22 @@ def _audit(args: argparse.Namespace) -> int:
     else:
         _out(text.rstrip("\n"))
     return EXIT_OK if suggestion.complete and not host_stopped else EXIT_REJECTED
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while logs are read. Reading
+    makes and drops millions of lists and tuples and no reference cycle;
+    the collector's passes over them free nothing (about 6% of the
+    instructions of ``audit --suggest`` on a log of distinct targets)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _host_stopped_text(stopped: dict[str, int]) -> str:

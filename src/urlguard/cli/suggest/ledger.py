@@ -11,9 +11,9 @@ import functools
 import operator
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
-from itertools import compress, repeat
-from typing import Any, Final, cast
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from itertools import compress, groupby, repeat
+from typing import Any, Final, NamedTuple, cast
 from urllib.parse import unquote_to_bytes
 
 from ..._guard.routes import RouteTable, path_of
@@ -52,38 +52,65 @@ MAX_CLIENTS: Final = 1 << 17
 #: past it, that setting is never suggested.
 MAX_BLOCKERS: Final = 4096
 
+#: Served rows that wait for their tallies before they are added in bulk:
+#: a tally of one directory gets a row or two per chunk of a log of
+#: distinct targets, and adding rows costs per call.
+WAITING_ROWS: Final = 1 << 17
 # Rows added one by one rather than in bulk (which costs more to set up).
 _FEW_ROWS: Final = 4
 
 
 @dataclasses.dataclass(eq=False)
-class _Batch:
-    """The served rows of a chunk, each waiting for its tally: added to them
-    in bulk, before the tallies of a cause are merged and at the end."""
+class _Waiting:
+    """Served rows waiting for their tallies, over chunks: added in bulk
+    when :data:`WAITING_ROWS` have waited, before the tallies of a cause
+    merge, and before the tallies are read. Each tally gets its rows in the
+    order they came."""
 
-    targets: Sequence[bytes]
-    statuses: Sequence[int | None]
-    counts: Sequence[int]
-    pairs: Sequence[tuple[tuple[bytes, bytes], ...]]
-    firsts: Sequence[float | None]
-    lasts: Sequence[float | None]
-    # Tally -> its rows; a rule never loosened's tally: its rows, none a
-    # redirect (it admits nothing, but says what it stops).
-    pending: dict[Tally, list[int]] = dataclasses.field(default_factory=dict)
+    tallies: list[Tally] = dataclasses.field(default_factory=list)
+    targets: list[bytes] = dataclasses.field(default_factory=list)
+    counts: list[int] = dataclasses.field(default_factory=list)
+    pairs: list[tuple[tuple[bytes, bytes], ...]] = dataclasses.field(default_factory=list)
+    firsts: list[float | None] = dataclasses.field(default_factory=list)
+    lasts: list[float | None] = dataclasses.field(default_factory=list)
+    # A 3xx other than 304 (never so in a tally of a rule never loosened:
+    # it admits nothing, but says what it stops).
+    redirects: list[bool] = dataclasses.field(default_factory=list)
 
-    def wait(self, tally: Tally, rows: list[int]) -> None:
+    def add(
+        self,
+        rows: Sequence[int],
+        tallies: Iterable[Tally],
+        chunk: _Chunk,
+        *,
+        redirects: bool = True,
+    ) -> None:
+        """The rows of ``chunk`` at ``rows`` wait for ``tallies`` (one
+        each); ``redirects``: whether a 3xx other than 304 is told apart."""
         if not rows:
             return
-        waiting = self.pending.get(tally)
-        if waiting is None:
-            self.pending[tally] = rows
+        if len(rows) == len(chunk.targets):  # all of them, in order
+            picked: Sequence[Sequence[Any]] = chunk
         else:
-            waiting.extend(rows)
+            picked = [list(map(column.__getitem__, rows)) for column in chunk]
+        targets, statuses, counts, pairs, firsts, lasts = picked
+        self.tallies.extend(tallies)
+        self.targets.extend(targets)
+        self.counts.extend(counts)
+        self.pairs.extend(pairs)
+        self.firsts.extend(firsts)
+        self.lasts.extend(lasts)
+        self.redirects.extend(map(_redirect, statuses) if redirects else repeat(False, len(rows)))
 
-    def flush(self, *, redirects: bool = True) -> None:
-        """Add the waiting rows to their tallies; ``redirects``: whether a
-        3xx other than 304 is told apart."""
-        for tally, rows in self.pending.items():
+    def flush(self) -> None:
+        """Add the waiting rows to their tallies: each tally's rows at once."""
+        if not self.tallies:
+            return
+        keys = list(map(id, self.tallies))
+        order = sorted(range(len(keys)), key=keys.__getitem__)  # stable: in the order they came
+        for _, grouped in groupby(order, keys.__getitem__):
+            rows = list(grouped)
+            tally = self.tallies[rows[0]]
             if len(rows) <= _FEW_ROWS:
                 for i in rows:
                     tally.add_served(
@@ -92,7 +119,7 @@ class _Batch:
                         self.pairs[i],
                         self.firsts[i],
                         self.lasts[i],
-                        redirect=redirects and _redirect(self.statuses[i]),
+                        redirect=self.redirects[i],
                     )
                 continue
             pick = operator.itemgetter(*rows)
@@ -102,9 +129,26 @@ class _Batch:
                 pick(self.pairs),
                 pick(self.firsts),
                 pick(self.lasts),
-                list(map(_redirect, pick(self.statuses))) if redirects else [False] * len(rows),
+                pick(self.redirects),
             )
-        self.pending.clear()
+        self.tallies.clear()
+        self.targets.clear()
+        self.counts.clear()
+        self.pairs.clear()
+        self.firsts.clear()
+        self.lasts.clear()
+        self.redirects.clear()
+
+
+class _Chunk(NamedTuple):
+    """The rows of a chunk the ledger keeps: one per (target, status)."""
+
+    targets: Sequence[bytes]
+    statuses: Sequence[int | None]
+    counts: Sequence[int]
+    pairs: Sequence[tuple[tuple[bytes, bytes], ...]]
+    firsts: Sequence[float | None]
+    lasts: Sequence[float | None]
 
 
 class Ledger:
@@ -120,18 +164,19 @@ class Ledger:
         *,
         keep_targets: int = KEEP_TARGETS,
         max_prefixes: int = MAX_PREFIXES,
+        waiting_rows: int = WAITING_ROWS,
     ) -> None:
         self.policy = Policy() if policy is None else policy
         self.routes = tuple(routes)
         self.table = RouteTable(self.policy, list(self.routes))
         #: Requests with a target, by status class (accepted ones included).
         self.requests: Counter[StatusClass] = Counter()
-        #: Cause -> directory prefix -> tally.
-        self.groups: dict[Cause, dict[bytes, Tally]] = {}
+        # Cause -> directory prefix -> tally (see groups).
+        self._groups: dict[Cause, dict[bytes, Tally]] = {}
         #: Cause -> the number of segments its prefixes are cut to (see _coarsen).
         self.depth: dict[Cause, int] = {}
-        #: (rule, reason) -> served requests a rule never loosened stops.
-        self.stopped: dict[tuple[str, str], Tally] = {}
+        # (rule, reason) -> served requests a rule never loosened stops (see stopped).
+        self._stopped: dict[tuple[str, str], Tally] = {}
         #: Failing requests a rule never loosened stops, by rule.
         self.failed_stopped: Counter[str] = Counter()
         #: Rejected requests with no 2xx-5xx status, by rule.
@@ -142,10 +187,13 @@ class Ledger:
         self.blockers_overflow = False
         #: Client -> the families of the rules its rejected requests break.
         self.families: dict[bytes, int] = {}
-        #: Requests past MAX_CAUSES or MAX_FIRST_SEGMENTS, refused as one group.
-        self.overflow = Tally()
+        # Requests past MAX_CAUSES or MAX_FIRST_SEGMENTS (see overflow).
+        self._overflow = Tally()
+        # Served rows not yet added to their tallies.
+        self._waiting = _Waiting()
         self._keep_targets = keep_targets
         self._max_prefixes = max_prefixes
+        self._waiting_rows = waiting_rows
         # Requests per rejected target answered 2xx/3xx and 4xx/5xx so far
         # (bounded): what makes "answered 4xx/5xx on the very target" known.
         self._served: dict[bytes, int] = {}
@@ -157,6 +205,24 @@ class Ledger:
         # keeps its policies alive).
         self._shapes: dict[tuple[int, Shape], Analysis] = {}
         self._folds: dict[int, bool] = {}
+
+    @property
+    def groups(self) -> dict[Cause, dict[bytes, Tally]]:
+        """Cause -> directory prefix -> tally, every request observed added."""
+        self._waiting.flush()
+        return self._groups
+
+    @property
+    def stopped(self) -> dict[tuple[str, str], Tally]:
+        """(rule, reason) -> the served requests a rule never loosened stops."""
+        self._waiting.flush()
+        return self._stopped
+
+    @property
+    def overflow(self) -> Tally:
+        """The requests past MAX_CAUSES or MAX_FIRST_SEGMENTS, refused as one group."""
+        self._waiting.flush()
+        return self._overflow
 
     def count_statuses(self, counts: Mapping[int | None, int]) -> None:
         """Count requests with a target (``counts``: status -> requests)."""
@@ -212,31 +278,37 @@ class Ledger:
         pairs = self._pairs(clients)
         self._note(pairs, analyses)
         contested, against = self._contest(targets, kinds, counts)
-        batch = _Batch(targets, statuses, counts, pairs, firsts, lasts)
-        stops = _Batch(targets, statuses, counts, pairs, firsts, lasts)
-        by_cause = self._by_cause(analyses, kinds, counts, stops)
+        chunk = _Chunk(targets, statuses, counts, pairs, firsts, lasts)
+        waiting = self._waiting
+        by_cause = self._by_cause(analyses, kinds, counts, chunk)
         served = list(map(operator.eq, kinds, repeat("served")))
         for cause, indexes in by_cause.items():
-            for tally, group in self._route(cause, indexes, prefixes, analyses, batch).items():
-                mine = list(map(served.__getitem__, group))
-                if False not in mine:
-                    batch.wait(tally, group)
-                else:
-                    batch.wait(tally, list(compress(group, mine)))
-                    failed = compress(map(counts.__getitem__, group), map(operator.not_, mine))
-                    tally.failed += sum(failed)
-                if contested or against:
-                    tally.contested += sum(map(contested.get, group, repeat(0)))
-                    tally.against += sum(map(against.get, group, repeat(0)))
-        batch.flush()
-        stops.flush(redirects=False)
+            tallies = self._route(cause, indexes, prefixes, analyses)
+            mine = list(map(served.__getitem__, indexes))
+            if False not in mine:
+                waiting.add(indexes, tallies, chunk)
+            else:
+                waiting.add(list(compress(indexes, mine)), list(compress(tallies, mine)), chunk)
+                failed = list(map(operator.not_, mine))
+                for tally, i in zip(
+                    compress(tallies, failed), compress(indexes, failed), strict=True
+                ):
+                    tally.failed += counts[i]
+            if contested or against:
+                tally_of = dict(zip(indexes, tallies, strict=True))
+                for i in contested.keys() & tally_of.keys():
+                    tally_of[i].contested += contested[i]
+                for i in against.keys() & tally_of.keys():
+                    tally_of[i].against += against[i]
+        if len(waiting.tallies) >= self._waiting_rows:
+            waiting.flush()
 
     def _by_cause(
         self,
         analyses: Sequence[Analysis],
         kinds: Sequence[StatusClass],
         counts: Sequence[int],
-        stops: _Batch,
+        chunk: _Chunk,
     ) -> dict[Cause, list[int]]:
         """The rows of each cause, causes in the order they came; the rows a
         rule never loosened stops, to its tally (served) or its count."""
@@ -245,13 +317,16 @@ class Ledger:
             if len(causes) == 1:  # one cause, nothing stopped: the common chunk
                 return {cause: list(range(len(analyses))) for cause in causes}
         by_cause: dict[Cause, list[int]] = {}
+        stops: list[int] = []
+        stopped: list[Tally] = []
         for i, analysis in enumerate(analyses):
             if analysis.stop is not None:
                 if kinds[i] == "served":
-                    stopped = self.stopped.get(analysis.stop)
-                    if stopped is None:
-                        stopped = self.stopped[analysis.stop] = Tally()
-                    stops.wait(stopped, [i])
+                    tally = self._stopped.get(analysis.stop)
+                    if tally is None:
+                        tally = self._stopped[analysis.stop] = Tally()
+                    stops.append(i)
+                    stopped.append(tally)
                 else:
                     self.failed_stopped[analysis.stop[0]] += counts[i]
                 continue
@@ -260,6 +335,7 @@ class Ledger:
                 by_cause[analysis.cause] = [i]
             else:
                 rows.append(i)
+        self._waiting.add(stops, stopped, chunk, redirects=False)
         return by_cause
 
     def _pairs(self, clients: Sequence[Sequence[bytes]]) -> list[tuple[tuple[bytes, bytes], ...]]:
@@ -413,70 +489,75 @@ class Ledger:
         rows: list[int],
         prefixes: Sequence[bytes],
         analyses: Sequence[Analysis],
-        batch: _Batch,
-    ) -> dict[Tally, list[int]]:
-        """The rows of one cause by tally: their prefixes cut to the cause's
+    ) -> list[Tally]:
+        """The tally of each row of one cause: its prefix cut to the cause's
         depth, each distinct prefix taken to its tally in the order it first
         came (again from the start when that merges the cause's tallies)."""
         analysis = analyses[rows[0]]  # one cause, one set of rules
+        picked = list(map(prefixes.__getitem__, rows))
         merged = True
         while merged:
             depth = self.depth.get(cause)
-            picked = list(map(prefixes.__getitem__, rows))
-            if depth is not None:
-                picked = list(map(re.Match.group, map(_cutter(depth), picked)))
-            distinct = list(dict.fromkeys(picked))
-            found: list[Tally | None] = list(map(self.groups.get(cause, {}).get, distinct))
+            cut_to = (
+                picked if depth is None else list(map(re.Match.group, map(_cutter(depth), picked)))
+            )
+            distinct = list(dict.fromkeys(cut_to))
+            found: list[Tally | None] = list(map(self._groups.get(cause, {}).get, distinct))
             merged = False
+            if None in found and self._full(cause):
+                # No new tally: every new prefix goes to the overflow (in bulk:
+                # a log of many directories has thousands per chunk).
+                self._overflow.rules |= analysis.rules
+                found = [self._overflow if tally is None else tally for tally in found]
             for i in compress(range(len(found)), map(operator.is_, found, repeat(None))):
-                found[i] = self._tally(cause, distinct[i], analysis, batch)
+                found[i] = self._tally(cause, distinct[i], analysis)
                 if self.depth.get(cause) != depth:
                     merged = True  # the cause's tallies merged: cut again
                     break
-        tallies = cast(list[Tally], found)
-        tally_of = dict(zip(distinct, tallies, strict=True))
-        by_tally: dict[Tally, list[int]]
-        if len(set(map(id, tallies))) == 1:
-            by_tally = {tallies[0]: rows}
-        else:
-            by_tally = {}
-            for tally, i in zip(map(tally_of.__getitem__, picked), rows, strict=True):
-                mine = by_tally.get(tally)
-                if mine is None:
-                    by_tally[tally] = [i]
-                else:
-                    mine.append(i)
-        limited = [a for a in dict.fromkeys(map(analyses.__getitem__, rows)) if a.needs]
-        for tally, mine in by_tally.items() if limited else ():
-            for each in dict.fromkeys(map(analyses.__getitem__, mine)):
+        tally_of = dict(zip(distinct, cast(list[Tally], found), strict=True))
+        tallies = list(map(tally_of.__getitem__, cut_to))
+        if any(analysis.needs for analysis in dict.fromkeys(map(analyses.__getitem__, rows))):
+            for tally, each in dict.fromkeys(
+                zip(tallies, map(analyses.__getitem__, rows), strict=True)
+            ):
                 for atom, need in each.needs.items():  # the limits only
                     if need > tally.needs.get(atom, 0):
                         tally.needs[atom] = need
-        return by_tally
+        return tallies
 
-    def _tally(self, cause: Cause, prefix: bytes, analysis: Analysis, batch: _Batch) -> Tally:
+    def _full(self, cause: Cause) -> bool:
+        """Whether a new prefix of ``cause`` gets no tally of its own (see
+        :meth:`_tally`): past the bounds, and no merging to make room."""
+        groups = self._groups.get(cause)
+        if groups is None:
+            return len(self._groups) >= MAX_CAUSES
+        depth = self.depth.get(cause)
+        could_merge = len(groups) >= self._max_prefixes and (depth is None or depth > 2)
+        return len(groups) >= MAX_FIRST_SEGMENTS and not could_merge
+
+    def _tally(self, cause: Cause, prefix: bytes, analysis: Analysis) -> Tally:
         """The tally of ``prefix``, cut to the depth of its cause's tallies,
         for ``cause``; the overflow tally past the bounds. Past
         ``max_prefixes`` tallies, those of the cause merge first (see
         :meth:`_coarsen`)."""
-        groups = self.groups.get(cause)
+        groups = self._groups.get(cause)
         if groups is None:
-            if len(self.groups) >= MAX_CAUSES:
-                self.overflow.rules |= analysis.rules
-                return self.overflow
-            groups = self.groups[cause] = {}
+            if len(self._groups) >= MAX_CAUSES:
+                self._overflow.rules |= analysis.rules
+                return self._overflow
+            groups = self._groups[cause] = {}
         depth = self.depth.get(cause)
         tally = groups.get(prefix)
         if tally is None:
             if len(groups) >= self._max_prefixes and (depth is None or depth > 2):
-                batch.flush()  # the rows so far to their tallies, before these merge
+                self._waiting.flush()  # the rows so far to their tallies, before these merge
                 groups = self._coarsen(cause)
                 prefix = cut(prefix, self.depth[cause])
                 tally = groups.get(prefix)
             if tally is None:
                 if len(groups) >= MAX_FIRST_SEGMENTS:
-                    self.overflow.rules |= analysis.rules
-                    return self.overflow
+                    self._overflow.rules |= analysis.rules
+                    return self._overflow
                 tally = groups[prefix] = Tally()
                 tally.rules |= analysis.rules  # one cause, one set of rules
         return tally
@@ -486,7 +567,7 @@ class Ledger:
         siblings, until fewer than ``max_prefixes`` remain or they are cut to
         their first segment (which the top level is judged by: merging
         first segments would change what the evidence says there)."""
-        groups = self.groups[cause]
+        groups = self._groups[cause]
         depth = max(map(depth_of, groups))
         while len(groups) >= self._max_prefixes and depth > 2:
             depth -= 1
@@ -498,7 +579,7 @@ class Ledger:
                 else:
                     merged_groups[shorter] = tally
             groups = merged_groups
-        self.groups[cause] = groups
+        self._groups[cause] = groups
         self.depth[cause] = depth
         return groups
 

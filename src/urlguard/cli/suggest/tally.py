@@ -193,10 +193,7 @@ class Tally:
         elif len(kept) < STOPPED_EXAMPLES:
             kept[target] = count
         else:
-            least = self.least
-            if least is None:
-                worst = max((-n, shown) for shown, n in kept.items())
-                least = self.least = (-worst[0], worst[1])
+            least = self._least()
             if count < least[0] or (count == least[0] and target > least[1]):
                 return  # no better than the least kept: the common case
             del kept[least[1]]
@@ -216,11 +213,27 @@ class Tally:
         for target in kept.keys() & per_target.keys():
             kept[target] += per_target.pop(target)
             self.least = None
+        if len(kept) >= STOPPED_EXAMPLES and max(per_target.values(), default=0) == 1:
+            # Each once (a log of distinct targets): only a target less than
+            # the least kept one of one request can take its place.
+            least = self._least()
+            if least[0] > 1:
+                return
+            per_target = Counter(filter(least[1].__gt__, per_target))
         best = heapq.nsmallest(
             STOPPED_EXAMPLES, zip(map(operator.neg, per_target.values()), per_target, strict=True)
         )
         for minus, target in best:
             self._example(-minus, target)
+
+    def _least(self) -> tuple[int, bytes]:
+        """The kept example a better target replaces: the fewest requests,
+        the most bytes among equals."""
+        least = self.least
+        if least is None:
+            worst = max((-n, shown) for shown, n in self.kept.items())
+            least = self.least = (-worst[0], worst[1])
+        return least
 
     @property
     def examples(self) -> list[tuple[int, bytes]]:
@@ -316,7 +329,7 @@ def _per_client(
     if all(map(operator.eq, counts, repeat(1))) and all(
         map(operator.eq, map(len, clients), repeat(1))
     ):
-        pairs = [row[0] for row in clients]
+        pairs = list(map(_FIRST, clients))
         if None not in firsts and all(map(operator.eq, firsts, lasts)):
             # The common row: one request from one client. Counted in C; the
             # first and last time of each client from the rows in time order.
@@ -341,6 +354,9 @@ def _per_client(
                 else (before[0] + mine, _earlier(before[1], a), _later(before[2], b))
             )
     return seen
+
+
+_FIRST: Final = operator.itemgetter(0)
 
 
 def _by_requests(example: tuple[int, bytes]) -> tuple[int, bytes]:

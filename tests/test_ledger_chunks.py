@@ -1,0 +1,170 @@
+"""The ledger of ``audit --suggest`` keeps served rows waiting and adds them
+to their tallies in bulk: over many chunks, before the tallies of a cause
+merge, and before the tallies are read. How a log is cut into chunks, and
+when the waiting rows are added, must change no tally: the same rows in
+the same order give the same evidence, examples and limits, whether each
+row comes in a call of its own and is added at once, or thousands wait.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from suggest_helpers import HOUR, START, error_of
+from urlguard.cli.audit import Rows
+from urlguard.cli.suggest import MAX_FIRST_SEGMENTS, Ledger
+from urlguard.cli.suggest.tally import STOPPED_EXAMPLES, Tally
+
+# (target, status, clients, first, last)
+Row = tuple[bytes, int, tuple[bytes, ...], float, float]
+
+# Targets of three causes and a rule never loosened, under a few directories.
+_KINDS = (
+    b"/d%d/%d/x%%2Fy",  # encoded-slash
+    b"/d%d/%d/x%%5Cy",  # encoded-backslash
+    b"/d%d/%d/q?a=<%d>",  # a raw character in the query
+    b"/d%d/%d/a/../b",  # a dot segment: never loosened
+)
+
+
+@st.composite
+def logs(draw: st.DrawFn) -> list[Row]:
+    size = draw(st.integers(1, 250))
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    rows: list[Row] = []
+    when = START
+    for n in range(size):
+        kind = _KINDS[rng.randrange(len(_KINDS))]
+        directory = rng.randrange(draw(st.sampled_from([1, 3, 12])))
+        target = kind % ((directory, n, n) if kind.count(b"%d") == 3 else (directory, n))
+        status = rng.choice((200, 200, 200, 302, 304, 404, 500))
+        clients = tuple(
+            b"10.%d.0.%d" % (rng.randrange(9), rng.randrange(1, 6))
+            for _ in range(rng.choice((1, 1, 1, 2)))
+        )
+        when += rng.choice((0.0, 60.0, 7 * HOUR, -30.0))  # a log is nearly in time order
+        rows.append((target, status, clients, when, when + rng.choice((0.0, 0.0, 90.0))))
+    return rows
+
+
+def feed(ledger: Ledger, rows: Sequence[Row], chunk: int) -> None:
+    """Observe ``rows`` ``chunk`` at a time, as the auditor hands them over."""
+    for start in range(0, len(rows), chunk):
+        part = rows[start : start + chunk]
+        rules = []
+        for target, *_ in part:
+            error = error_of(target, ledger.table)
+            assert error is not None
+            rules.append(error.rule)
+        targets, statuses, clients, firsts, lasts = zip(*part, strict=True)
+        counts = [1] * len(part)
+        ledger.observe_rows(
+            Rows(targets, statuses, counts, rules, clients, firsts, lasts, [None] * len(part))
+        )
+
+
+def snapshot(tally: Tally) -> tuple[Any, ...]:
+    return (
+        tally.evidence(set()),
+        tally.examples,
+        {network: dict(clients) for network, clients in tally.networks.items()},
+        sorted(tally.targets),
+        sorted(tally.needs.items()),
+        sorted(tally.rules),
+    )
+
+
+def tallies(ledger: Ledger) -> dict[object, tuple[Any, ...]]:
+    found: dict[object, tuple[Any, ...]] = {
+        (cause, prefix): snapshot(tally)
+        for cause, groups in ledger.groups.items()
+        for prefix, tally in groups.items()
+    }
+    found.update({stop: snapshot(tally) for stop, tally in ledger.stopped.items()})
+    found["overflow"] = snapshot(ledger.overflow)
+    return found
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    rows=logs(),
+    chunk=st.integers(1, 300),
+    waiting=st.integers(1, 400),
+    max_prefixes=st.sampled_from([2, 4, 256]),
+)
+def test_chunks_and_waiting_change_no_tally(
+    rows: list[Row], chunk: int, waiting: int, max_prefixes: int
+) -> None:
+    """One row per call, each added at once, against any cut into chunks
+    and any number of rows kept waiting (a small ``max_prefixes`` makes the
+    tallies of a cause merge while rows wait)."""
+    one_by_one = Ledger(max_prefixes=max_prefixes, waiting_rows=1)
+    feed(one_by_one, rows, 1)
+    in_bulk = Ledger(max_prefixes=max_prefixes, waiting_rows=waiting)
+    feed(in_bulk, rows, chunk)
+    assert tallies(in_bulk) == tallies(one_by_one)
+    assert in_bulk.depth == one_by_one.depth
+    # What each way adds up to: every request in a tally, redirects told
+    # apart but in the tallies of a rule never loosened.
+    served = [row for row in rows if row[1] < 400]
+    redirects = [row for row in served if row[1] == 302 and b"/../" not in row[0]]
+    every = [*in_bulk.stopped.values(), in_bulk.overflow]
+    every += [tally for groups in in_bulk.groups.values() for tally in groups.values()]
+    assert sum(tally.served for tally in every) == len(served)
+    assert sum(tally.redirected for tally in every) == len(redirects)
+    assert in_bulk.failed_stopped == one_by_one.failed_stopped
+
+
+def test_first_segments_past_the_bound_go_to_the_overflow_together() -> None:
+    """Past MAX_FIRST_SEGMENTS first segments, a cause's new ones are
+    tallied as one group, whether the rows come one by one or a chunk
+    of thousands at once."""
+    extra = 100
+    rows: list[Row] = [
+        (b"/s%d/%d/x%%2Fy" % (n % (MAX_FIRST_SEGMENTS + extra), n), 200, (b"10.0.%d.1" % (n % 7),),
+         START + n, START + n)
+        for n in range(2 * (MAX_FIRST_SEGMENTS + extra))
+    ]  # fmt: skip
+    one_by_one = Ledger(max_prefixes=4, waiting_rows=1)
+    feed(one_by_one, rows, 1)
+    in_bulk = Ledger(max_prefixes=4)
+    feed(in_bulk, rows, len(rows))
+    assert tallies(in_bulk) == tallies(one_by_one)
+    [groups] = in_bulk.groups.values()
+    assert len(groups) == MAX_FIRST_SEGMENTS
+    assert in_bulk.overflow.served == 2 * extra
+    assert sorted(groups)[:2] == [b"/s0/", b"/s1/"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    targets=st.lists(st.binary(min_size=1, max_size=6), min_size=1, max_size=60, unique=True),
+    cuts=st.lists(st.integers(1, 60), max_size=8),
+)
+def test_distinct_targets_keep_the_same_examples_in_any_batches(
+    targets: list[bytes], cuts: list[int]
+) -> None:
+    """Targets of one request each: the examples are the least targets
+    (the fewest bytes first), whether added one by one or in batches of
+    any size (a batch offers only targets that can take a kept place)."""
+    one_by_one = Tally()
+    for target in targets:
+        one_by_one.add_served(target, 1, [(b"n", b"c")], START, START)
+    in_batches = Tally()
+    start = 0
+    for size in [*cuts, len(targets)]:
+        part = targets[start : start + size]
+        start += size
+        if part:
+            in_batches.add_rows(
+                part, [1] * len(part), [[(b"n", b"c")]] * len(part),
+                [START] * len(part), [START] * len(part), [False] * len(part),
+            )  # fmt: skip
+    expected = [(1, target) for target in sorted(targets)[:STOPPED_EXAMPLES]]
+    assert one_by_one.examples == expected
+    assert in_batches.examples == expected
