@@ -9,6 +9,7 @@ import random
 import re
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -185,41 +186,66 @@ def expected_verdict(method: str, target: bytes, version: str) -> str:
     return verdict(b" ".join(parts[1:-1]), Policy())
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    st.lists(
+def requests_of(methods: list[str], pieces: list[str], versions: list[str]) -> Any:
+    """Lists of (method, target, version), targets from ``pieces``."""
+    return st.lists(
         st.tuples(
-            st.sampled_from(METHODS),
+            st.sampled_from(methods),
             st.one_of(
                 st.sampled_from(TARGETS),
-                st.lists(st.sampled_from(PIECES), min_size=1, max_size=6).map(
-                    lambda pieces: "/" + "".join(pieces)
+                st.lists(st.sampled_from(pieces), min_size=1, max_size=6).map(
+                    lambda chosen: "/" + "".join(chosen)
                 ),
             ),
-            st.sampled_from(VERSIONS),
+            st.sampled_from(versions),
         ),
         min_size=1,
         max_size=12,
-    ),
-    st.randoms(),
-)
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(requests_of(METHODS, PIECES, VERSIONS), st.randoms())
 def test_verdicts_by_shape_are_the_verdicts_of_each_request(
     requests: list[tuple[str, str, str]], rng: random.Random
 ) -> None:
     """The auditor judges a request line once per shape: on a log where
     each request comes again with its letters and digits changed, every
     rule is counted as judging each request alone counts it."""
-    lines = []
+    check_verdicts(requests, rng)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    requests_of(["GET", "POST", "OPTIONS"], [p for p in PIECES if p != "\\"], VERSIONS[:3]),
+    st.randoms(),
+)
+def test_verdicts_by_shape_of_request_lines_as_servers_log_them(
+    requests: list[tuple[str, str, str]], rng: random.Random
+) -> None:
+    """The same, on request lines of two spaces and no log escape: the
+    fields are split in bulk, each into its three words."""
+    check_verdicts(requests, rng)
+
+
+def check_verdicts(requests: list[tuple[str, str, str]], rng: random.Random) -> None:
+    """The second chunk holds other requests of the shapes the first one
+    judged: their verdicts are found in bulk, by the method, shape and
+    version of each."""
     want: dict[str, int] = {}
-    for method, text, version in requests:
-        target = text.encode("utf-8")
-        for variant in (target, same_shape(target, rng), same_shape(target, rng)):
-            field = f"{method} ".encode() + variant + (f" {version}".encode() if version else b"")
-            lines.append(b'192.0.2.1 - - [10/Oct/2024:13:55:36 +0000] "' + field + b'" 200 1')
-            rule = expected_verdict(method, variant, version)
-            want[rule] = want.get(rule, 0) + 1
     auditor = Auditor(Policy(), "common")
-    auditor.feed_lines([line.replace(b"\\", b"\\\\") for line in lines])
+    for chunk in range(2):
+        lines = []
+        for method, text, version in requests:
+            target = text.encode("utf-8")
+            variants = [same_shape(target, rng), same_shape(target, rng)]
+            for variant in [target, *variants] if chunk == 0 else variants:
+                field = f"{method} ".encode() + variant
+                field += f" {version}".encode() if version else b""
+                lines.append(b'192.0.2.1 - - [10/Oct/2024:13:55:36 +0000] "' + field + b'" 200 1')
+                rule = expected_verdict(method, variant, version)
+                want[rule] = want.get(rule, 0) + 1
+        auditor.feed_lines([line.replace(b"\\", b"\\\\") for line in lines])
     report = auditor.report()
     assert report.unparseable == want.pop("unparseable", 0)
     assert report.rules == {rule: n for rule, n in want.items() if rule != "ok"}

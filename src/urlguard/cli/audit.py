@@ -614,10 +614,19 @@ class Auditor:
 
     def _count_fields(self, counts: Counter[bytes]) -> None:
         """:meth:`_count` for the request fields of a log."""
-        tally = self._tally
-        judged = self._judge_fields(list(counts))
-        for verdict, count in zip(judged.verdicts, counts.values(), strict=True):
-            tally[verdict] += count
+        self._add(self._judge_fields(list(counts)).verdicts, counts.values())
+
+    def _add(self, verdicts: list[str], counts: Iterable[int]) -> None:
+        """Count the requests of each verdict (``counts``, one per verdict):
+        a chunk holds few verdicts, each summed in C."""
+        numbers = list(counts)
+        kinds = dict.fromkeys(verdicts)
+        if len(kinds) == 1:
+            self._tally[verdicts[0]] += sum(numbers)
+            return
+        for verdict in kinds:
+            mine = map(operator.eq, verdicts, repeat(verdict))
+            self._tally[verdict] += sum(compress(numbers, mine))
 
     def _count(
         self, counts: Counter[bytes], cache: dict[bytes, str], judge: Callable[[bytes], str]
@@ -658,7 +667,13 @@ class Auditor:
         # its target is empty, does not start with '/', or holds a '\\'
         # (which _request_key refuses).
         joined = b"\n".join(misses)
-        if joined.count(b"\n") == len(misses) - 1:
+        if list(map(bytes.count, misses, repeat(b" "))).count(2) == len(misses):
+            # Two spaces in every field (a request line's): its three words.
+            words = b" ".join(misses).split(b" ")
+            methods: Sequence[bytes] = words[0::3]
+            targets: Sequence[bytes] = words[1::3]
+            versions: Sequence[bytes] = words[2::3]
+        elif joined.count(b"\n") == len(misses) - 1:
             methods, targets, versions = zip(*_FIELD_PARTS.findall(joined), strict=True)
         else:  # a line break in a field: not a log's
             methods, _, rests = zip(*map(bytes.partition, misses, repeat(b" ")), strict=True)
@@ -695,7 +710,7 @@ class Auditor:
     def _judge_misses(
         self,
         fields: list[bytes],
-        targets: tuple[bytes, ...],
+        targets: Sequence[bytes],
         known: list[str | None],
         rejected: list[bool],
     ) -> None:
@@ -731,13 +746,11 @@ class Auditor:
         observer with its target, its clients and its first and last time.
         Only the lines of rejected fields are looked at one by one."""
         heads, times, keys = zip(*found, strict=True)
-        tally = self._tally
         counts = Counter(keys)
         distinct = list(counts)
         fields = list(map(_FIELD_OF, distinct))
         judged = self._judge_fields(fields)
-        for verdict, count in zip(judged.verdicts, counts.values(), strict=True):
-            tally[verdict] += count
+        self._add(judged.verdicts, counts.values())
         # Statuses of the requests with a target: every line's, counted in C,
         # less those of a request without one (rare).
         statuses = Counter(map(_STATUS_OF, keys))
@@ -826,7 +839,8 @@ class Auditor:
             firsts[n] = min(seen, default=None)
             lasts[n] = max(seen, default=None)
             sent[n] = tuple(dict.fromkeys(who[heads[i]] for i in found_at))
-        answered = list(map(int, map(_STATUS_OF, keys)))
+        status_of = {status: int(status) for status in statuses}
+        answered = list(map(status_of.__getitem__, map(_STATUS_OF, keys)))
         observer.observe_rows(
             Rows(cast(list[bytes], targets), answered, numbers, rules, sent, firsts, lasts, shapes)
         )

@@ -204,6 +204,8 @@ class Ledger:
         # whether a policy of the table lets shapes decide (by id: the table
         # keeps its policies alive).
         self._shapes: dict[tuple[int, Shape], Analysis] = {}
+        # The length of the prefix of an origin-form target, per shape (bounded).
+        self._prefix_ends: dict[Shape, int] = {}
         self._folds: dict[int, bool] = {}
 
     @property
@@ -425,14 +427,7 @@ class Ledger:
         self, targets: Sequence[bytes], shapes: Sequence[Shape | None]
     ) -> tuple[list[Analysis], list[bytes]]:
         """Each target's analysis (once per shape) and prefix."""
-        joined = b"\n".join(targets)
-        if joined.count(b"\n") == len(targets) - 1:
-            prefixes = PREFIXES.findall(joined)  # one per line: b"" if not origin-form
-        else:
-            prefixes = [b""] * len(targets)
-        if b"" in prefixes:
-            for i in compress(range(len(prefixes)), map(operator.not_, prefixes)):
-                prefixes[i] = prefix_of(path_of(targets[i]))
+        prefixes = self._prefixes(targets, shapes)
         policy = self.policy
         if not self.routes and self._folding(policy):
             if None in shapes:
@@ -450,6 +445,31 @@ class Ledger:
         for i in compress(range(len(analyses)), map(_TWICE, analyses)):
             self._block(path_of(targets[i]))
         return analyses, prefixes
+
+    def _prefixes(self, targets: Sequence[bytes], shapes: Sequence[Shape | None]) -> list[bytes]:
+        """Each target's prefix (see ``tally.PREFIXES``): where the shapes are
+        known, its length once per shape (folding keeps every byte the
+        prefix ends at), else by one match over all the targets."""
+        if None in shapes:
+            joined = b"\n".join(targets)
+            if joined.count(b"\n") == len(targets) - 1:
+                prefixes = PREFIXES.findall(joined)  # one per line: b"" if not origin-form
+            else:
+                prefixes = [b""] * len(targets)
+        else:
+            known = self._prefix_ends
+            ends = list(map(known.get, cast(Sequence[Shape], shapes)))
+            for i in compress(range(len(ends)), map(operator.is_, ends, repeat(None))):
+                # A target with a shape is in origin-form: it has a prefix.
+                prefix = cast(re.Match[bytes], PREFIXES.match(targets[i]))[0]
+                if len(known) >= self._keep_targets:
+                    known.clear()
+                ends[i] = known[cast(Shape, shapes[i])] = len(prefix)
+            prefixes = list(map(operator.getitem, targets, map(slice, ends)))
+        if b"" in prefixes:
+            for i in compress(range(len(prefixes)), map(operator.not_, prefixes)):
+                prefixes[i] = prefix_of(path_of(targets[i]))
+        return prefixes
 
     def _folding(self, policy: Policy) -> bool:
         folding = self._folds.get(id(policy))
@@ -603,6 +623,8 @@ def _cutter(depth: int) -> Callable[[bytes], re.Match[bytes]]:
 
 
 _TWICE: Final = operator.attrgetter("twice")
+
+
 _CAUSE: Final = operator.attrgetter("cause")
 _STOP: Final = operator.attrgetter("stop")
 

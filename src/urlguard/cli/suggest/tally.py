@@ -11,7 +11,7 @@ import operator
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
-from itertools import compress, repeat
+from itertools import compress, islice, repeat
 from typing import Final, cast
 
 from ..display import display
@@ -203,23 +203,31 @@ class Tally:
     def _examples(self, targets: Sequence[bytes], counts: Sequence[int]) -> None:
         """:meth:`_example` for many targets: the kept ones counted, then the
         best of the others offered, best first."""
-        if all(map(operator.eq, counts, repeat(1))):
+        kept = self.kept
+        ones = all(map(operator.eq, counts, repeat(1)))
+        if ones and len(kept) >= STOPPED_EXAMPLES:
+            # One request a row (a log of distinct targets): the kept ones
+            # counted where they come again; then only a target less than
+            # the least kept one, if that has one request, can take a place.
+            for target in list(kept):
+                again = targets.count(target)
+                if again:
+                    kept[target] += again
+                    self.least = None
+            fewest, most_bytes = self._least()
+            if fewest > 1:
+                return
+            targets = [t for t in filter(most_bytes.__gt__, targets) if t not in kept]
+            counts = [1] * len(targets)
+        if ones:
             per_target = Counter(targets)
         else:
             per_target = Counter()
             for target, count in zip(targets, counts, strict=True):
                 per_target[target] += count
-        kept = self.kept
         for target in kept.keys() & per_target.keys():
             kept[target] += per_target.pop(target)
             self.least = None
-        if len(kept) >= STOPPED_EXAMPLES and max(per_target.values(), default=0) == 1:
-            # Each once (a log of distinct targets): only a target less than
-            # the least kept one of one request can take its place.
-            least = self._least()
-            if least[0] > 1:
-                return
-            per_target = Counter(filter(least[1].__gt__, per_target))
         best = heapq.nsmallest(
             STOPPED_EXAMPLES, zip(map(operator.neg, per_target.values()), per_target, strict=True)
         )
@@ -332,13 +340,16 @@ def _per_client(
         pairs = list(map(_FIRST, clients))
         if None not in firsts and all(map(operator.eq, firsts, lasts)):
             # The common row: one request from one client. Counted in C; the
-            # first and last time of each client from the rows in time order.
-            moments = cast(list[float], list(firsts))
-            order = sorted(range(len(pairs)), key=moments.__getitem__)
-            ordered = list(map(pairs.__getitem__, order))
-            times = list(map(moments.__getitem__, order))
-            last = dict(zip(ordered, times, strict=True))
-            first = dict(zip(reversed(ordered), reversed(times), strict=True))
+            # first and last time of each client from the rows in time
+            # order (a log's, most often: then they are not sorted again).
+            moments = cast(list[float], firsts)
+            ordered = pairs
+            if not all(map(operator.le, moments, islice(moments, 1, None))):
+                order = sorted(range(len(pairs)), key=moments.__getitem__)
+                ordered = list(map(pairs.__getitem__, order))
+                moments = list(map(moments.__getitem__, order))
+            last = dict(zip(ordered, moments, strict=True))
+            first = dict(zip(reversed(ordered), reversed(moments), strict=True))
             return {pair: (n, first[pair], last[pair]) for pair, n in Counter(pairs).items()}
     seen: dict[tuple[bytes, bytes], _Seen] = {}
     for count, row, a, b in zip(counts, clients, firsts, lasts, strict=True):
