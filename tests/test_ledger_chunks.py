@@ -126,6 +126,7 @@ def test_chunks_and_waiting_change_no_tally(
     feed(in_bulk, rows, chunk, shaped=True)
     assert tallies(in_bulk) == tallies(one_by_one)
     assert in_bulk.depth == one_by_one.depth
+    assert in_bulk.families == one_by_one.families  # what tells a scanner
     # What each way adds up to: every request in a tally, redirects told
     # apart but in the tallies of a rule never loosened.
     served = [row for row in rows if row[1] < 400]

@@ -11,7 +11,7 @@ import functools
 import operator
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import compress, groupby, repeat
 from typing import Any, Final, NamedTuple, cast
 from urllib.parse import unquote_to_bytes
@@ -365,8 +365,13 @@ class Ledger:
     ) -> None:
         """Add the families of each row's rules to its clients' (bounded)."""
         families = self.families
-        bits_of = operator.attrgetter("families")
-        for row, bits in dict.fromkeys(zip(pairs, map(bits_of, analyses), strict=True)):
+        kinds = set(map(_FAMILIES, analyses))
+        met: Iterable[tuple[tuple[tuple[bytes, bytes], ...], int]]
+        if len(kinds) == 1:  # one kind of rows (the common chunk): each client once
+            met = zip(dict.fromkeys(pairs), repeat(kinds.pop()))
+        else:
+            met = dict.fromkeys(zip(pairs, map(_FAMILIES, analyses), strict=True))
+        for row, bits in met:
             for _, key in row:
                 before = families.get(key)
                 if before is None:
@@ -394,6 +399,9 @@ class Ledger:
         if len(set(targets)) < len(targets):
             twice = {target for target, n in Counter(targets).items() if n > 1}
             met = list(map(operator.or_, met, map(twice.__contains__, targets)))
+        if True not in met and "failed" not in kinds:  # new targets, all served
+            served.update(zip(targets, counts, strict=True))
+            return {}, {}
         if False in met:
             fresh = list(map(operator.not_, met))
             is_served = list(map(operator.eq, kinds, repeat("served")))
@@ -518,9 +526,7 @@ class Ledger:
         merged = True
         while merged:
             depth = self.depth.get(cause)
-            cut_to = (
-                picked if depth is None else list(map(re.Match.group, map(_cutter(depth), picked)))
-            )
+            cut_to = picked if depth is None else _cut_all(picked, depth)
             distinct = list(dict.fromkeys(cut_to))
             found: list[Tally | None] = list(map(self._groups.get(cause, {}).get, distinct))
             merged = False
@@ -614,18 +620,26 @@ def _redirect(status: int | None) -> bool:
     return is_redirect(status)
 
 
+def _cut_all(prefixes: list[bytes], depth: int) -> list[bytes]:
+    """:func:`cut` of each of ``prefixes`` to ``depth``, by one pattern over
+    all of them (no prefix holds a line break)."""
+    cut_to: list[bytes] = _cutter(depth).findall(b"\n".join(prefixes))
+    if len(cut_to) != len(prefixes):  # never, but a line break in a prefix
+        return [cut(prefix, depth) for prefix in prefixes]
+    return cut_to
+
+
 @functools.cache
-def _cutter(depth: int) -> Callable[[bytes], re.Match[bytes]]:
-    """The match of :func:`cut` to ``depth`` (it always matches): the
-    prefix up to its ``depth``-th '/', or all of it when it has fewer."""
-    match = re.compile(rb"(?:[^/]*/){%d}|.*" % depth, re.DOTALL).match
-    return cast(Callable[[bytes], re.Match[bytes]], match)
+def _cutter(depth: int) -> re.Pattern[bytes]:
+    """Each line up to its ``depth``-th '/', or all of it when it has fewer."""
+    return re.compile(rb"^(?:[^/\n]*/){%d}|^[^\n]*" % depth, re.MULTILINE)
 
 
 _TWICE: Final = operator.attrgetter("twice")
 
 
 _CAUSE: Final = operator.attrgetter("cause")
+_FAMILIES: Final = operator.attrgetter("families")
 _STOP: Final = operator.attrgetter("stop")
 
 
