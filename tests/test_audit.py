@@ -126,6 +126,21 @@ def test_shape_of(target: bytes, shape: tuple[bytes, bytes] | None) -> None:
     assert bulk == shape or (shape is None and bulk[0][:1] != b"/")
 
 
+def near_percent(target: bytes) -> bytes:
+    """The bytes of ``target`` that are a '%' or one of the four after one."""
+    return bytes(b for i, b in enumerate(target) if b == 0x25 or 0x25 in target[max(0, i - 4) : i])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=14).map(lambda b: b"/" + b.replace(b"\n", b"%")), max_size=6))
+def test_a_shape_keeps_the_four_bytes_after_each_percent(targets: list[bytes]) -> None:
+    """The second half of a shape, one target at a time and many at once."""
+    assert [shape_of(target) for target in targets] == [
+        (target.translate(urlguard.cli.shapes._FOLD), near_percent(target)) for target in targets
+    ]
+    assert shapes_of(targets) == [shape_of(target) for target in targets]
+
+
 @pytest.mark.parametrize(
     ("policy", "folding"),
     [

@@ -34,9 +34,11 @@ _ALNUM: Final = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # The shape's second half is the target less every byte more than four
 # past a '%' (the '%' kept): which bytes those are follows from where the
 # folded target has its '%' (folding keeps a '%'), so the two halves say
-# which byte is which. One substitution over many targets, one per line: a
-# byte is dropped when none of the four before it on its line is a '%'.
-_FAR_FROM_PERCENT: Final = re.compile(rb"(?<!%)(?<!%.)(?<!%..)(?<!%...)[^%\n]+")
+# which byte is which. One findall over many targets, one per line: each
+# '%' with the bytes after it up to four, the next '%' or the line's end
+# (a byte within four of two '%' is within four of the later one), and
+# each line break.
+_NEAR_PERCENT: Final = re.compile(rb"%[^%\n]{0,4}|\n")
 
 #: A target's shape: the target folded, and the bytes after its '%' kept.
 Shape = tuple[bytes, bytes]
@@ -52,7 +54,7 @@ def shape_of(target: bytes) -> Shape | None:
     """
     if target[:1] != b"/" or b"\n" in target:
         return None
-    return target.translate(_FOLD), _FAR_FROM_PERCENT.sub(b"", target)
+    return target.translate(_FOLD), b"".join(_NEAR_PERCENT.findall(target))
 
 
 def shapes_of(targets: list[bytes]) -> list[Shape]:
@@ -63,7 +65,8 @@ def shapes_of(targets: list[bytes]) -> list[Shape]:
     if joined.count(b"\n") != len(targets) - 1:  # a line break in a target
         return [shape_of(target) or (b"\n", b"") for target in targets]
     folded = joined.translate(_FOLD).split(b"\n")
-    return list(zip(folded, _FAR_FROM_PERCENT.sub(b"", joined).split(b"\n"), strict=True))
+    near = b"".join(_NEAR_PERCENT.findall(joined)).split(b"\n")
+    return list(zip(folded, near, strict=True))
 
 
 def folds(policy: Policy) -> bool:
