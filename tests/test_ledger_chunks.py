@@ -36,6 +36,7 @@ _KINDS = (
     b"/d%d/%d/x%%2Fy?q=%d",  # a query after the encoded slash
     b"/d%d/x%%2F%d#f",  # a fragment
     b"/d%d/%d",  # a raw byte past ASCII below
+    b"/d%d/%d/" + b"s/" * 130,  # too many segments: a limit and the value it needs
 )
 # Targets with no shape, now and then: the chunks they come in are read
 # without the shapes of the others.
@@ -136,6 +137,10 @@ def test_chunks_and_waiting_change_no_tally(
     every += [tally for groups in in_bulk.groups.values() for tally in groups.values()]
     assert sum(tally.served for tally in every) == len(served)
     assert sum(tally.redirected for tally in every) == len(redirects)
+    # The value a limit needs: the most any request of its cause needs.
+    atom = ("max_segments", "")
+    needed = [analyse(row[0], path_of(row[0]), Policy()).needs.get(atom, 0) for row in rows]
+    assert max(tally.needs.get(atom, 0) for tally in every) == max(needed)
     assert in_bulk.failed_stopped == one_by_one.failed_stopped
 
 

@@ -746,7 +746,9 @@ class Auditor:
         observer with its target, its clients and its first and last time.
         Only the lines of rejected fields are looked at one by one."""
         heads, times, keys = zip(*found, strict=True)
-        counts = Counter(keys)
+        counts: Mapping[bytes, int] = dict.fromkeys(keys, 1)
+        if len(counts) < len(keys):  # a key on more than one line
+            counts = Counter(keys)
         distinct = list(counts)
         fields = list(map(_FIELD_OF, distinct))
         judged = self._judge_fields(fields)
@@ -764,7 +766,7 @@ class Auditor:
         distinct: list[bytes],
         fields: list[bytes],
         judged: _Judged,
-        counts: Counter[bytes],
+        counts: Mapping[bytes, int],
         statuses: Counter[bytes],
         found: tuple[Sequence[bytes], Sequence[bytes], Sequence[bytes]],
         observer: Observer,

@@ -314,8 +314,9 @@ class Ledger:
     ) -> dict[Cause, list[int]]:
         """The rows of each cause, causes in the order they came; the rows a
         rule never loosened stops, to its tally (served) or its count."""
-        if list(map(_STOP, analyses)).count(None) == len(analyses):
-            causes = dict.fromkeys(map(_CAUSE, analyses))
+        distinct = dict.fromkeys(analyses)  # an analysis per shape: few
+        if all(analysis.stop is None for analysis in distinct):
+            causes = {analysis.cause for analysis in distinct}
             if len(causes) == 1:  # one cause, nothing stopped: the common chunk
                 return {cause: list(range(len(analyses))) for cause in causes}
         by_cause: dict[Cause, list[int]] = {}
@@ -542,7 +543,7 @@ class Ledger:
                     break
         tally_of = dict(zip(distinct, cast(list[Tally], found), strict=True))
         tallies = list(map(tally_of.__getitem__, cut_to))
-        if any(analysis.needs for analysis in dict.fromkeys(map(analyses.__getitem__, rows))):
+        if analysis.needs:  # a cause with a limit: each of its analyses has a need
             for tally, each in dict.fromkeys(
                 zip(tallies, map(analyses.__getitem__, rows), strict=True)
             ):
@@ -638,9 +639,7 @@ def _cutter(depth: int) -> re.Pattern[bytes]:
 _TWICE: Final = operator.attrgetter("twice")
 
 
-_CAUSE: Final = operator.attrgetter("cause")
 _FAMILIES: Final = operator.attrgetter("families")
-_STOP: Final = operator.attrgetter("stop")
 
 
 def _kept(keep: list[bool], *columns: Sequence[object]) -> list[list[Any]]:
