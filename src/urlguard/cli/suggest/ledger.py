@@ -55,7 +55,7 @@ MAX_BLOCKERS: Final = 4096
 #: Served rows that wait for their tallies before they are added in bulk:
 #: a tally of one directory gets a row or two per chunk of a log of
 #: distinct targets, and adding rows costs per call.
-WAITING_ROWS: Final = 1 << 17
+WAITING_ROWS: Final = 1 << 14
 # Rows added one by one rather than in bulk (which costs more to set up).
 _FEW_ROWS: Final = 4
 
