@@ -12,10 +12,11 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from suggest_helpers import HOUR, START, error_of
+from suggest_helpers import HOUR, START, P, error_of
 from urlguard import Policy
 from urlguard._guard.routes import path_of
 from urlguard.cli.audit import Rows
@@ -192,3 +193,33 @@ def test_distinct_targets_keep_the_same_examples_in_any_batches(
     expected = [(1, target) for target in sorted(targets)[:STOPPED_EXAMPLES]]
     assert one_by_one.examples == expected
     assert in_batches.examples == expected
+
+
+@pytest.mark.parametrize(
+    ("batches", "examples"),
+    [
+        P([[b"/a", b"/b", b"/c", b"/d", b"/e"], [b"/z", b"/z"]],
+          [(2, b"/z"), (1, b"/a"), (1, b"/b"), (1, b"/c"), (1, b"/d")],
+          id="a target twice in a batch beats those of one request"),
+        P([[b"/a", b"/b", b"/c", b"/d", b"/e"], [b"/0", b"/z"]],
+          [(1, b"/0"), (1, b"/a"), (1, b"/b"), (1, b"/c"), (1, b"/d")],
+          id="of one request each, the least bytes first"),
+        P([[b"/a", b"/b", b"/c", b"/d", b"/e"], [b"/e", b"/z"]],
+          [(2, b"/e"), (1, b"/a"), (1, b"/b"), (1, b"/c"), (1, b"/d")],
+          id="a kept target counted again"),
+        P([[b"/a", b"/a", b"/b", b"/b", b"/c", b"/c", b"/d", b"/d", b"/e", b"/e"], [b"/0"]],
+          [(2, b"/a"), (2, b"/b"), (2, b"/c"), (2, b"/d"), (2, b"/e")],
+          id="one request is no better than two"),
+    ],
+)  # fmt: skip
+def test_examples_in_batches_of_one_request_a_row(
+    batches: list[list[bytes]], examples: list[tuple[int, bytes]]
+) -> None:
+    tally = Tally()
+    for batch in batches:
+        size = len(batch)
+        tally.add_rows(
+            batch, [1] * size, [[(b"n", b"c")]] * size, [START] * size, [START] * size,
+            [False] * size,
+        )  # fmt: skip
+    assert tally.examples == examples

@@ -206,19 +206,20 @@ class Tally:
         kept = self.kept
         ones = all(map(operator.eq, counts, repeat(1)))
         if ones and len(kept) >= STOPPED_EXAMPLES:
-            # One request a row (a log of distinct targets): the kept ones
-            # counted where they come again; then only a target less than
-            # the least kept one, if that has one request, can take a place.
-            for target in list(kept):
-                again = targets.count(target)
-                if again:
-                    kept[target] += again
+            distinct = dict.fromkeys(targets)
+            if len(distinct) == len(targets):
+                # One request for each target (a log of distinct targets):
+                # the kept ones counted where they come again; then only a
+                # target less than the least kept one, if that has one
+                # request, can take its place.
+                for target in kept.keys() & distinct.keys():
+                    kept[target] += 1
                     self.least = None
-            fewest, most_bytes = self._least()
-            if fewest > 1:
-                return
-            targets = [t for t in filter(most_bytes.__gt__, targets) if t not in kept]
-            counts = [1] * len(targets)
+                fewest, most_bytes = self._least()
+                if fewest > 1:
+                    return
+                targets = [t for t in filter(most_bytes.__gt__, targets) if t not in kept]
+                counts = [1] * len(targets)
         if ones:
             per_target = Counter(targets)
         else:
