@@ -12,6 +12,7 @@ and times each test says.
 from __future__ import annotations
 
 import doctest
+import gc
 import json
 import re
 import tomllib
@@ -1190,3 +1191,4 @@ def test_an_unreadable_or_empty_log_exits_2_with_one_line(
     assert err.count("\n") == 1
     assert err.startswith("urlguard: error: ")
     assert message.replace("access.log", str(log)) in err
+    assert gc.isenabled()  # paused while the log was read, and on again

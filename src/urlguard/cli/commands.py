@@ -522,9 +522,8 @@ def _audit(args: argparse.Namespace) -> int:
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while logs are read. Reading
-    makes and drops millions of lists and tuples and no reference cycle;
-    the collector's passes over them free nothing (about 6% of the
-    instructions of ``audit --suggest`` on a log of distinct targets)."""
+    makes and drops millions of lists and tuples and no reference cycle:
+    the collector's passes over them would free nothing."""
     if not gc.isenabled():
         yield
         return
