@@ -398,3 +398,25 @@ def test_progress_counts_lines(tmp_path: Path, fmt: Format) -> None:
     assert bar.closed
     assert len(bar.updates) > 1  # as it reads, a chunk at a time
     assert sum(bar.updates) == auditor.report().lines == 30_001
+
+
+_LOG_BYTES = [b'"', b"\\", b"[", b"]", b" ", b"\r", b"\t", b"\x01", b"a", b"7", b"-", b"/"]
+_LOG_PIECES = [b'1.2.3.4 - - [10/Oct/2024:13:55:36 +0000] "GET /', b' HTTP/1.1" 200 ']
+_LOG_PIECES += [b'2 "-" "', b'"', b"\\x22", b'\\"', b"\n", *_LOG_BYTES]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_LOG_PIECES), max_size=40).map(b"".join))
+def test_possessive_runs_match_the_lines_backtracking_would(body: bytes) -> None:
+    """The log patterns' runs give no byte back (``*+``): on any text they
+    find what the same patterns with backtracking runs find."""
+    for pattern in (
+        urlguard.cli.audit._COMMON,
+        urlguard.cli.audit._COMBINED,
+        urlguard.cli.audit._COMBINED_STATUS,
+        urlguard.cli.audit._VHOST_STATUS,
+    ):
+        backtracking = re.compile(
+            pattern.pattern.replace(b"*+", b"*").replace(b"++", b"+"), re.MULTILINE
+        )
+        assert pattern.findall(body) == backtracking.findall(body)

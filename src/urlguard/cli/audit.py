@@ -79,6 +79,8 @@ LINE_EXAMPLE: Final = 200
 # The request is the quoted field right after [time]; inside it a '"' or '\'
 # is always escaped (nginx: \x22 \x5C; Apache: \" \\), hence the unrolled loop
 # "[^"\\]*(?:\\.[^"\\]*)*" (linear, no nested quantifier over one character).
+# Each run of a class is possessive (*+): what follows it is a byte the class
+# excludes, so giving bytes back could never make a line match.
 # The patterns run over a whole chunk (MULTILINE): no class may cross a '\n',
 # and each match runs to the end of its line so the search resumes at the next.
 # A log line holds no raw control byte: nginx and Apache escape them in
@@ -87,16 +89,16 @@ LINE_EXAMPLE: Final = 200
 # line is unparseable, and the lines around it are read as usual. TAB may
 # separate fields (custom formats use it); CR only ends a line (CRLF files).
 _CTL: Final = rb"\x00-\x08\x0a-\x1f\x7f"  # every control byte but TAB
-_IN_QUOTES: Final = rb'(?:[^"\\' + _CTL + rb"]*(?:\\[^" + _CTL + rb'][^"\\' + _CTL + rb"]*)*)"
+_IN_QUOTES: Final = rb'(?:[^"\\' + _CTL + rb"]*+(?:\\[^" + _CTL + rb'][^"\\' + _CTL + rb"]*+)*+)"
 _QUOTED: Final = b'"(' + _IN_QUOTES + b')"'
 _ANY_QUOTED: Final = b'"' + _IN_QUOTES + b'"'
-_HEAD: Final = rb'[^"\[' + _CTL + rb"]*"  # the fields before [time]
-_TIME_FIELD: Final = rb"[^\]" + _CTL + rb"]*"
+_HEAD: Final = rb'[^"\[' + _CTL + rb"]*+"  # the fields before [time]
+_TIME_FIELD: Final = rb"[^\]" + _CTL + rb"]*+"
 _START: Final = b"^" + _HEAD + rb"\[" + _TIME_FIELD + rb"\] "
 _COMMON_PREFIX: Final = _START + _QUOTED + rb" [0-9]{3} (?:[0-9]+|-)"
 # The combined format adds "%{Referer}i" "%{User-agent}i"; many setups append
 # more fields after those, so anything but a control may follow a space.
-_LINE_END: Final = rb"(?: [^" + _CTL + rb"]*)?\r?$"
+_LINE_END: Final = rb"(?: [^" + _CTL + rb"]*+)?\r?$"
 _COMBINED_END: Final = b" " + _ANY_QUOTED + b" " + _ANY_QUOTED + _LINE_END
 _COMMON: Final = re.compile(_COMMON_PREFIX + _LINE_END, re.MULTILINE)
 _COMBINED: Final = re.compile(_COMMON_PREFIX + _COMBINED_END, re.MULTILINE)
