@@ -668,14 +668,13 @@ class Auditor:
         # field that has no key gets one that no key made there can match:
         # its target is empty, does not start with '/', or holds a '\\'
         # (which _request_key refuses).
-        joined = b"\n".join(misses)
         if list(map(bytes.count, misses, repeat(b" "))).count(2) == len(misses):
             # Two spaces in every field (a request line's): its three words.
             words = b" ".join(misses).split(b" ")
             methods: Sequence[bytes] = words[0::3]
             targets: Sequence[bytes] = words[1::3]
             versions: Sequence[bytes] = words[2::3]
-        elif joined.count(b"\n") == len(misses) - 1:
+        elif (joined := b"\n".join(misses)).count(b"\n") == len(misses) - 1:
             methods, targets, versions = zip(*_FIELD_PARTS.findall(joined), strict=True)
         else:  # a line break in a field: not a log's
             methods, _, rests = zip(*map(bytes.partition, misses, repeat(b" ")), strict=True)
@@ -829,9 +828,12 @@ class Auditor:
                 many = {key: [] for key, n in zip(keys, numbers, strict=True) if n > 1}
                 for i in compress(range(len(lines)), map(many.__contains__, lines)):
                     many[lines[i]].append(i)
-        needed = set(rows).union(*many.values()) if many else rows
-        stamps = set(at_rows_times) if not many else set(map(times.__getitem__, needed))
-        addresses = set(at_rows_heads) if not many else set(map(heads.__getitem__, needed))
+        if many:  # the times and clients of every line of those keys too
+            needed = set(rows).union(*many.values())
+            stamps = set(map(times.__getitem__, needed))
+            addresses = set(map(heads.__getitem__, needed))
+        else:
+            stamps, addresses = set(at_rows_times), set(at_rows_heads)
         when = {stamp: log_time(stamp) for stamp in stamps}
         who = {head: client_of(head) for head in addresses}
         firsts = list(map(when.__getitem__, at_rows_times))
